@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * coffer/common.h - process runtime, error names and the export macro.
+ *
+ * Conventions used by every coffer header:
+ *  - every fallible function returns 0 (or a count) on success and a negative errno on failure;
+ *  - constructors return int and hand the object back through an out-pointer;
+ *  - the library never prints and never aborts on a caller's or a peer's mistake;
+ *  - any thread may call any function unless its Context says otherwise; coffer registers
+ *    threads it has not seen with liburcu on first use (urcu-bp, see runtime/rcu.c).
+ */
+#ifndef COFFER_COMMON_H
+#define COFFER_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks the public API; everything else in libcoffer has hidden visibility. */
+#if defined(COFFER_BUILDING_LIBRARY) && defined(__GNUC__)
+#define COFFER_API __attribute__((visibility("default")))
+#else
+#define COFFER_API
+#endif
+
+/*
+ * A handle names a runtime object (event queue, connection, object handle) by a 64-bit
+ * cookie: (counter << COFFER_HTYPE_BITS) | type. Counters are never reused within a process,
+ * so a stale handle can never reach a new object. Cookie 0 is never issued.
+ */
+typedef struct {
+	uint64_t cookie;
+} coffer_handle_t;
+
+#define COFFER_HANDLE_NULL ((coffer_handle_t){0})
+
+/**
+ * coffer_init() - initialise the process runtime (reference-counted).
+ *
+ * Each successful call must be paired with one coffer_fini(). The first call reads the
+ * COFFER_* environment overrides and creates the process handle hash.
+ *
+ * Return: 0, or -ENOMEM.
+ * Context: any thread, thread-safe; must not be called inside an RCU read-side section.
+ */
+COFFER_API int coffer_init(void);
+
+/**
+ * coffer_fini() - drop one reference to the process runtime.
+ *
+ * The last call destroys the handle hash (remaining handles are released) and waits for all
+ * pending RCU callbacks (rcu_barrier()).
+ *
+ * Return: 0, or -EINVAL when the runtime is not initialised.
+ * Context: any thread, thread-safe; must not be called inside an RCU read-side section
+ * (rcu_barrier() would deadlock).
+ */
+COFFER_API int coffer_fini(void);
+
+/**
+ * coffer_strerror() - name an error code returned by coffer.
+ * @err: a negative errno returned by a coffer function (positive values are accepted too).
+ *
+ * Return: a static, NUL-terminated string; never NULL.
+ * Context: any thread, async-signal-safe.
+ */
+COFFER_API const char *coffer_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COFFER_COMMON_H */

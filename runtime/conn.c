@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* placeholder: not written yet */
+typedef int coffer__placeholder_runtime_conn_c;

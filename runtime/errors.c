@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * runtime/errors.c - coffer_strerror(): names for the negative errnos coffer returns.
+ * coffer uses plain errno values (libuv, liburcu and DPDK do the same), so the names are the
+ * C library's, with coffer's meaning for the codes whose usual text would mislead.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <coffer/common.h>
+
+COFFER_API const char *coffer_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case ENOENT:
+		return "no such handle or object (deleted, never issued, or not sealed in time)";
+	case EINVAL:
+		return "invalid argument (or a handle of the wrong type)";
+	case EEXIST:
+		return "object or key already exists";
+	case EBUSY:
+		return "busy: still in use or still running";
+	case ENOMEM:
+		return "out of memory (store full of pinned objects, or allocation failed)";
+	case E2BIG:
+		return "object larger than the store's capacity";
+	case EPERM:
+		return "operation not permitted (not the creator or not held)";
+	case EALREADY:
+		return "already sealed";
+	case ENOTCONN:
+		return "not connected to coffer-store (store stopped or connection lost)";
+	case ECONNREFUSED:
+		return "connection refused (is coffer-store running on that socket?)";
+	case EPROTO:
+		return "protocol error";
+	case EPROTONOSUPPORT:
+		return "protocol version mismatch between client and store";
+	case ETIMEDOUT:
+		return "timed out";
+	case EAGAIN:
+		return "try again (channel full)";
+	default:
+		/* strerror() is not thread-safe in general; glibc's returns static strings for
+		 * known codes, which is all that reaches here. */
+		return strerror(err);
+	}
+}

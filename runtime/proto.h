@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * runtime/proto.h - the wire protocol between libcoffer and coffer-store, and the layout of
+ * the shared-memory channel rings. Shared by the client (runtime/) and the store (tools/).
+ * docs/protocol.md describes it in prose; this header is the normative layout.
+ *
+ * Transport. One SOCK_SEQPACKET Unix socket per client process (message boundaries kept by
+ * the kernel): connect, fd passing, liveness, errors, statistics and a slow batched request
+ * path. The data path is a set of channels: each channel is a pair of single-producer /
+ * single-consumer rings (requests client->store, replies store->client) in a shared memory
+ * segment that the STORE creates and passes to the client (the store never maps memory that
+ * a client supplies). Every multi-byte field is little-endian (the host order on every
+ * platform coffer builds for; checked at build time).
+ *
+ * Socket messages: struct coffer_msg_hdr followed by a body.
+ *   HELLO            c->s  body: none.
+ *   HELLO_REPLY      s->c  body: struct coffer_hello_reply; SCM_RIGHTS: the arena fd (once
+ *                          per process; the client maps it keyed by segment id, never by fd).
+ *   CHANNEL_OPEN     c->s  body: struct coffer_chan_open; SCM_RIGHTS: one eventfd, the
+ *                          client's reply doorbell (the store writes 8 bytes to it only).
+ *   CHANNEL_OPEN_REPLY s->c body: struct coffer_chan_open_reply; SCM_RIGHTS: the channel
+ *                          segment fd, then the store's request doorbell eventfd.
+ *   CHANNEL_CLOSE    c->s  body: struct coffer_chan_close. Reply: CHANNEL_CLOSE_REPLY, no body.
+ *   REQUEST          c->s  body: hdr.count x struct coffer_req (1..COFFER_MSG_BATCH_MAX).
+ *   REPLY            s->c  body: hdr.count x struct coffer_rep, in request order; requests
+ *                          that wait (get) are answered in a later REPLY message.
+ *   QUERY            c->s  body: none. QUERY_REPLY s->c body: struct coffer_store_info.
+ *   ERROR            s->c  body: struct coffer_msg_error; sent before the store closes a
+ *                          client for a protocol violation, or for a version mismatch.
+ * hdr.length is the whole message in bytes, header included; it must equal the bytes
+ * received. hdr.count is the number of entries for REQUEST/REPLY and 0 otherwise.
+ *
+ * Channel: the segment holds struct coffer_chan_shm at offset 0, then the request entries
+ * at req_off and reply entries at rep_off (both from CHANNEL_OPEN_REPLY). Indices are
+ * free-running uint32 counters; entry i lives at slot (i & (entries - 1)). The producer
+ * writes entries, then publishes prod with a release store; the consumer reads prod with an
+ * acquire load, copies each entry out, then publishes cons with a release store. A consumer
+ * about to sleep sets consumer_sleeping = 1, issues a full fence, and re-checks prod; a
+ * producer that published issues a full fence, and if consumer_sleeping is set, writes the
+ * consumer's doorbell (Dekker-style handshake, as in Linux's virtio used/avail event idea).
+ *
+ * Trust: the store keeps the ring size and mask in its own memory, copies every entry out
+ * of shared memory before looking at it, validates every field, and treats nonsensical
+ * indices (prod - cons > entries) as a protocol violation of that client only.
+ */
+#ifndef COFFER_PROTO_H
+#define COFFER_PROTO_H
+
+#include <stdalign.h>
+#include <stdint.h>
+
+#include <coffer/store.h>
+
+#define COFFER_PROTO_MAGIC   0x52464643u /* "CFFR" read as little-endian bytes */
+#define COFFER_PROTO_VERSION 1u
+
+enum coffer_msg_type {
+	COFFER_MSG_HELLO = 1,
+	COFFER_MSG_HELLO_REPLY = 2,
+	COFFER_MSG_CHANNEL_OPEN = 3,
+	COFFER_MSG_CHANNEL_OPEN_REPLY = 4,
+	COFFER_MSG_CHANNEL_CLOSE = 5,
+	COFFER_MSG_CHANNEL_CLOSE_REPLY = 6,
+	COFFER_MSG_REQUEST = 7,
+	COFFER_MSG_REPLY = 8,
+	COFFER_MSG_QUERY = 9,
+	COFFER_MSG_QUERY_REPLY = 10,
+	COFFER_MSG_ERROR = 11,
+};
+
+/* Largest number of requests in one REQUEST message (and replies in one REPLY). */
+#define COFFER_MSG_BATCH_MAX 256
+/* Largest socket message: header + COFFER_MSG_BATCH_MAX requests. */
+#define COFFER_MSG_MAX_BYTES (16 + COFFER_MSG_BATCH_MAX * 64)
+
+struct coffer_msg_hdr {
+	uint32_t magic;   /* COFFER_PROTO_MAGIC */
+	uint16_t version; /* COFFER_PROTO_VERSION */
+	uint16_t type;    /* enum coffer_msg_type */
+	uint32_t count;   /* entries in the body (REQUEST/REPLY), else 0 */
+	uint32_t length;  /* bytes of the whole message, header included */
+};
+
+enum coffer_op {
+	COFFER_OP_CREATE = 1,   /* oid, size, flags COFFER_CREATE_* -> offset */
+	COFFER_OP_SEAL = 2,     /* oid, flags COFFER_SEAL_* */
+	COFFER_OP_ABORT = 3,    /* oid */
+	COFFER_OP_GET = 4,      /* oid, timeout_us -> offset, size (takes a reference) */
+	COFFER_OP_RELEASE = 5,  /* oid: drops one reference of this client */
+	COFFER_OP_DELETE = 6,   /* oid */
+	COFFER_OP_CONTAINS = 7, /* oid -> size = 1 when sealed and present, else 0 */
+	COFFER_OP_MAX = 7,
+};
+
+/* One request; 64 bytes, identical on the socket and in a channel ring. */
+struct coffer_req {
+	uint64_t tag;    /* chosen by the client, echoed in the reply */
+	uint16_t op;     /* enum coffer_op */
+	uint16_t flags;  /* op-specific; unknown bits -> -EINVAL */
+	uint32_t rsvd0;  /* must be 0 */
+	uint8_t oid[COFFER_OID_SIZE];
+	uint32_t rsvd1;     /* must be 0 */
+	uint64_t size;      /* CREATE: object size in bytes (0 allowed) */
+	int64_t timeout_us; /* GET: 0 = do not wait, < 0 = forever, > 0 = microseconds */
+	uint64_t rsvd2;     /* must be 0 */
+};
+
+/* One reply; 32 bytes. */
+struct coffer_rep {
+	uint64_t tag;     /* the request's tag */
+	int32_t status;   /* 0 or a negative errno */
+	uint32_t segment; /* CREATE/GET: segment id of the arena */
+	uint64_t offset;  /* CREATE/GET: byte offset of the object in the segment */
+	uint64_t size;    /* GET: object size in bytes; CONTAINS: 1 or 0 */
+};
+
+struct coffer_hello_reply {
+	uint32_t segment;        /* arena segment id (random per store start) */
+	uint32_t hugepages;      /* 1 when the arena is hugepage-backed */
+	uint64_t arena_bytes;    /* size to mmap from the passed fd */
+	uint32_t max_channels;   /* per client process */
+	uint32_t max_ring_entries;
+};
+
+struct coffer_chan_open {
+	uint32_t ring_entries; /* power of two, 8..max_ring_entries; 0 = store default */
+	uint32_t rsvd;         /* must be 0 */
+};
+
+struct coffer_chan_open_reply {
+	uint32_t channel_id;
+	uint32_t ring_entries; /* entries in each ring */
+	uint64_t shm_bytes;    /* size to mmap from the passed segment fd */
+	uint64_t req_off;      /* offset of the request entries in the segment */
+	uint64_t rep_off;      /* offset of the reply entries in the segment */
+};
+
+struct coffer_chan_close {
+	uint32_t channel_id;
+	uint32_t rsvd; /* must be 0 */
+};
+
+struct coffer_msg_error {
+	int32_t status;    /* negative errno: -EPROTO, -EPROTONOSUPPORT (version), ... */
+	uint32_t rsvd;
+	char message[120]; /* NUL-terminated, human-readable */
+};
+
+/* One direction's indices, each on its own cache line (producer and consumer never share). */
+struct coffer_ring_idx {
+	alignas(64) uint32_t prod;          /* written by the producer only */
+	alignas(64) uint32_t cons;          /* written by the consumer only */
+	alignas(64) uint32_t consumer_sleeping; /* written by the consumer only */
+};
+
+struct coffer_chan_shm {
+	struct coffer_ring_idx req; /* client produces, store consumes */
+	struct coffer_ring_idx rep; /* store produces, client consumes */
+};
+
+_Static_assert(sizeof(struct coffer_msg_hdr) == 16, "wire layout");
+_Static_assert(sizeof(struct coffer_req) == 64, "wire layout");
+_Static_assert(sizeof(struct coffer_rep) == 32, "wire layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
+
+#endif /* COFFER_PROTO_H */
