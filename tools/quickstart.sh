@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# tools/quickstart.sh - the main job on a fresh machine: set up, build (release), start
+# coffer-store, run the obj_open benchmark and fio 4k random I/O through the coffer engine
+# (a randrw job, then a crc32c verify job that must pass), print one summary table, stop the
+# store.
+#
+# Environment: COFFER_STORE_SIZE (default 1G), COFFER_FIO_RUNTIME (seconds, default 10),
+#              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+
+size=${COFFER_STORE_SIZE:-1G}
+runtime=${COFFER_FIO_RUNTIME:-10}
+cores=$(nproc)
+threads=${COFFER_OBJ_OPEN_THREADS:-1,$cores}
+[ "$threads" = "1,1" ] && threads=1
+
+say() { printf 'quickstart: %s\n' "$*"; }
+die() {
+	printf 'quickstart: %s\n' "$*" >&2
+	exit 1
+}
+
+if [ "${COFFER_SKIP_SETUP:-0}" != 1 ]; then
+	bash tools/setup.sh || die "tools/setup.sh failed"
+fi
+
+bdir=build/release
+if [ -f "$bdir/build.ninja" ]; then
+	meson configure "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null
+else
+	meson setup "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null ||
+		die "meson setup failed"
+fi
+ninja -C "$bdir" >/dev/null || die "build failed (run: ninja -C $bdir)"
+
+store_bin=$bdir/tools/coffer-store
+stat_bin=$bdir/tools/coffer-stat
+bench_bin=$bdir/perf/bench/coffer-bench
+engine=$(ls "$bdir"/perf/fio/*.so 2>/dev/null | head -1)
+jobs_dir=perf/fio/jobs
+
+work=$(mktemp -d /tmp/coffer-quickstart.XXXXXX)
+sock=$work/coffer.sock
+store_pid=""
+cleanup() {
+	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
+		kill -TERM "$store_pid" 2>/dev/null
+		wait "$store_pid" 2>/dev/null
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+declare -A R
+missing=()
+
+# --- store -------------------------------------------------------------------------------
+if [ ! -x "$store_bin" ]; then
+	die "coffer-store is not built ($store_bin missing)"
+fi
+"$store_bin" -m "$size" -s "$sock" 2>"$work/store.log" &
+store_pid=$!
+for _ in $(seq 1 200); do
+	[ -S "$sock" ] && break
+	kill -0 "$store_pid" 2>/dev/null || break
+	sleep 0.05
+done
+[ -S "$sock" ] || {
+	cat "$work/store.log" >&2
+	die "coffer-store did not start"
+}
+export COFFER_SOCKET=$sock
+say "coffer-store running (pid $store_pid, $size, socket $sock)"
+if [ -x "$stat_bin" ] && "$stat_bin" -s "$sock" --json >"$work/stat.json" 2>/dev/null; then
+	R[hugepages]=$(jq -r 'if .hugepages == 1 or .hugepages == true then "on" else "off" end' "$work/stat.json")
+else
+	R[hugepages]=$(grep -qi 'hugepage' "$work/store.log" && echo "see store log" || echo "unknown")
+fi
+
+# --- obj_open benchmark ------------------------------------------------------------------
+if [ -x "$bench_bin" ]; then
+	say "coffer-bench obj_open --threads $threads"
+	if "$bench_bin" obj_open --socket "$sock" --threads "$threads" --csv "$work/obj_open.csv" \
+		>"$work/obj_open.out" 2>&1; then
+		cat "$work/obj_open.out"
+		while IFS=, read -r _ _ workload thr _ _ mops _ status; do
+			[ "$status" = ok ] || continue
+			R["obj_open/$workload/$thr"]=$(awk -v m="$mops" 'BEGIN {printf "%.0f", m * 1e6}')
+		done < <(tail -n +2 "$work/obj_open.csv")
+	else
+		cat "$work/obj_open.out" >&2
+		R[obj_open_error]=1
+	fi
+else
+	missing+=("coffer-bench (obj_open benchmark)")
+fi
+
+# --- fio through the coffer engine ---------------------------------------------------------
+fio_ok=0
+if [ -n "$engine" ] && [ -f "$jobs_dir/randrw.fio" ]; then
+	say "fio 4k randrw through the coffer engine (${runtime}s)"
+	if COFFER_FIO_ENGINE=$engine fio --output-format=json --runtime="$runtime" \
+		--ioengine="external:$here/$engine" "$jobs_dir/randrw.fio" >"$work/randrw.json" 2>"$work/randrw.err"; then
+		R[fio_read_iops]=$(jq '[.jobs[].read.iops] | add | floor' "$work/randrw.json")
+		R[fio_write_iops]=$(jq '[.jobs[].write.iops] | add | floor' "$work/randrw.json")
+		R[fio_depth]=$(jq -r '.jobs[0].iodepth_level | to_entries | map(select(.value > 0)) | last | .key' "$work/randrw.json")
+		fio_ok=1
+	else
+		cat "$work/randrw.err" >&2
+		R[fio_error]=1
+	fi
+	if [ -f "$jobs_dir/verify.fio" ]; then
+		say "fio verify=crc32c (write, then read back) through the coffer engine"
+		if fio --ioengine="external:$here/$engine" "$jobs_dir/verify.fio" >"$work/verify.out" 2>&1 &&
+			! grep -q "verify: bad" "$work/verify.out"; then
+			R[verify]="passed"
+		else
+			tail -20 "$work/verify.out" >&2
+			R[verify]="FAILED"
+		fi
+	fi
+else
+	missing+=("fio coffer engine (perf/fio)")
+fi
+
+# --- summary -----------------------------------------------------------------------------
+if [ -x "$stat_bin" ]; then
+	"$stat_bin" -s "$sock" >"$work/stat.txt" 2>&1 || true
+fi
+echo
+echo "================ coffer quickstart summary ================"
+printf '%-36s %s\n' "machine" "$cores cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+printf '%-36s %s\n' "store arena" "$size, hugepages ${R[hugepages]}"
+for k in $(printf '%s\n' "${!R[@]}" | grep '^obj_open/' | sort); do
+	IFS=/ read -r _ wl thr <<<"$k"
+	printf '%-36s %s\n' "obj_open $wl, $thr threads (ops/s)" "${R[$k]}"
+done
+[ -n "${R[obj_open_error]:-}" ] && printf '%-36s %s\n' "obj_open" "FAILED (see above)"
+if [ "$fio_ok" -eq 1 ]; then
+	printf '%-36s %s\n' "fio 4k randrw read IOPS" "${R[fio_read_iops]}"
+	printf '%-36s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
+	printf '%-36s %s\n' "fio deepest IO depth reached" "${R[fio_depth]}"
+fi
+[ -n "${R[fio_error]:-}" ] && printf '%-36s %s\n' "fio randrw" "FAILED (see above)"
+[ -n "${R[verify]:-}" ] && printf '%-36s %s\n' "fio verify=crc32c" "${R[verify]}"
+for m in "${missing[@]}"; do
+	printf '%-36s %s\n' "NOT THERE YET" "$m"
+done
+echo "==========================================================="
+if [ -n "${R[obj_open_error]:-}${R[fio_error]:-}" ] || [ "${R[verify]:-passed}" != passed ]; then
+	exit 1
+fi
+exit 0
