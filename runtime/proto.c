@@ -1,3 +1,274 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_proto_c;
+/*
+ * runtime/proto.c - wire-protocol helpers shared by libcoffer and coffer-store: header and
+ * request validation, reply sanity checks for the client, SCM_RIGHTS send/receive, and the
+ * default socket path. Stateless; see proto_util.h for each function's contract.
+ *
+ * Design note: validation is split in two layers. Here: the syntax of a message (magic,
+ * version, type, length, count, reserved fields, known flags), identical for the socket and
+ * the rings. In the store: the semantics (state, ownership, capacity). A peer can therefore
+ * never make either side interpret a field it did not validate first. Source: Plasma's
+ * lesson that a store must validate everything and never die on a client's behalf.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/proto_util.h"
+
+_Static_assert(sizeof(struct coffer_hello_reply) == 24, "wire layout");
+_Static_assert(sizeof(struct coffer_chan_open) == 8, "wire layout");
+_Static_assert(sizeof(struct coffer_chan_open_reply) == 32, "wire layout");
+_Static_assert(sizeof(struct coffer_chan_close) == 8, "wire layout");
+_Static_assert(sizeof(struct coffer_msg_error) == 128, "wire layout");
+_Static_assert(sizeof(struct coffer_store_info) == 64, "wire layout");
+_Static_assert(COFFER_MSG_MAX_BYTES ==
+		   sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_req),
+	       "largest message");
+
+void coffer__msg_hdr_init(struct coffer_msg_hdr *hdr, uint16_t type, uint32_t count,
+			  uint32_t length)
+{
+	hdr->magic = COFFER_PROTO_MAGIC;
+	hdr->version = COFFER_PROTO_VERSION;
+	hdr->type = type;
+	hdr->count = count;
+	hdr->length = length;
+}
+
+long coffer__msg_body_size(uint32_t type)
+{
+	switch (type) {
+	case COFFER_MSG_HELLO:
+	case COFFER_MSG_CHANNEL_CLOSE_REPLY:
+	case COFFER_MSG_QUERY:
+		return 0;
+	case COFFER_MSG_HELLO_REPLY:
+		return sizeof(struct coffer_hello_reply);
+	case COFFER_MSG_CHANNEL_OPEN:
+		return sizeof(struct coffer_chan_open);
+	case COFFER_MSG_CHANNEL_OPEN_REPLY:
+		return sizeof(struct coffer_chan_open_reply);
+	case COFFER_MSG_CHANNEL_CLOSE:
+		return sizeof(struct coffer_chan_close);
+	case COFFER_MSG_REQUEST:
+		return sizeof(struct coffer_req);
+	case COFFER_MSG_REPLY:
+		return sizeof(struct coffer_rep);
+	case COFFER_MSG_QUERY_REPLY:
+		return sizeof(struct coffer_store_info);
+	case COFFER_MSG_ERROR:
+		return sizeof(struct coffer_msg_error);
+	default:
+		return -EPROTO;
+	}
+}
+
+int coffer__msg_check(const void *buf, size_t len, struct coffer_msg_hdr *hdr)
+{
+	long body;
+
+	if (len < sizeof(*hdr))
+		return -EPROTO;
+	memcpy(hdr, buf, sizeof(*hdr));
+	if (hdr->magic != COFFER_PROTO_MAGIC)
+		return -EPROTO;
+	if (hdr->version != COFFER_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (hdr->length != len)
+		return -EPROTO;
+	body = coffer__msg_body_size(hdr->type);
+	if (body < 0)
+		return -EPROTO;
+	if (hdr->type == COFFER_MSG_REQUEST || hdr->type == COFFER_MSG_REPLY) {
+		if (hdr->count < 1 || hdr->count > COFFER_MSG_BATCH_MAX)
+			return -EPROTO;
+		if (len != sizeof(*hdr) + (size_t)hdr->count * (size_t)body)
+			return -EPROTO;
+		return 0;
+	}
+	if (hdr->count != 0 || len != sizeof(*hdr) + (size_t)body)
+		return -EPROTO;
+	return 0;
+}
+
+int coffer__req_check(const struct coffer_req *req)
+{
+	unsigned int allowed = 0;
+	int size_ok = 0, timeout_ok = 0;
+
+	if (req->rsvd0 != 0 || req->rsvd1 != 0 || req->rsvd2 != 0)
+		return -EINVAL;
+	switch (req->op) {
+	case COFFER_OP_CREATE:
+		allowed = COFFER_CREATE_REPLACE;
+		size_ok = 1;
+		break;
+	case COFFER_OP_SEAL:
+		allowed = COFFER_SEAL_RELEASE;
+		break;
+	case COFFER_OP_GET:
+		timeout_ok = 1;
+		break;
+	case COFFER_OP_RELEASE:
+		allowed = COFFER_RELEASE_BY_OFFSET;
+		size_ok = (req->flags & COFFER_RELEASE_BY_OFFSET) != 0;
+		break;
+	case COFFER_OP_ABORT:
+	case COFFER_OP_DELETE:
+	case COFFER_OP_CONTAINS:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (req->flags & ~allowed)
+		return -EINVAL;
+	if (!size_ok && req->size != 0)
+		return -EINVAL;
+	if (!timeout_ok && req->timeout_us != 0)
+		return -EINVAL;
+	return 0;
+}
+
+int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segment,
+		      uint64_t arena_bytes)
+{
+	if (rep->status > 0 || rep->status < -4095)
+		return -EPROTO;
+	if (rep->status != 0)
+		return 0;
+	switch (op) {
+	case COFFER_OP_CREATE:
+		if (rep->segment != segment || rep->offset > arena_bytes)
+			return -EPROTO;
+		return 0;
+	case COFFER_OP_GET:
+		if (rep->segment != segment || rep->offset > arena_bytes ||
+		    rep->size > arena_bytes - rep->offset)
+			return -EPROTO;
+		return 0;
+	case COFFER_OP_CONTAINS:
+		return rep->size <= 1 ? 0 : -EPROTO;
+	default:
+		return 0;
+	}
+}
+
+long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, unsigned int nfds,
+		      int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * COFFER_MSG_FDS_MAX)];
+	} ctl;
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (nfds > COFFER_MSG_FDS_MAX)
+		return -EINVAL;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	return n;
+}
+
+long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
+		      unsigned int maxfds, int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * COFFER_MSG_FDS_MAX)];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	unsigned int got = 0;
+	int overflow = 0;
+	ssize_t n;
+
+	*nfds = 0;
+	if (maxfds > COFFER_MSG_FDS_MAX)
+		return -EINVAL;
+	msg.msg_control = ctl.buf;
+	msg.msg_controllen = sizeof(ctl.buf);
+	do
+		n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	/* Collect every fd first so that none leaks whatever we decide below. */
+	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (got < maxfds)
+				fds[got++] = fd;
+			else {
+				close(fd);
+				overflow = 1;
+			}
+		}
+	}
+	if (overflow || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		while (got > 0)
+			close(fds[--got]);
+		return -EMSGSIZE;
+	}
+	*nfds = got;
+	if (n == 0 && got > 0) {
+		while (got > 0)
+			close(fds[--got]);
+		*nfds = 0;
+	}
+	return n;
+}
+
+int coffer__default_socket_path(char *buf, size_t len)
+{
+	const char *env = getenv("COFFER_SOCKET");
+	struct stat st;
+	char dir[64];
+	int n;
+
+	if (env != NULL && env[0] != '\0') {
+		n = snprintf(buf, len, "%s", env);
+	} else if ((env = getenv("XDG_RUNTIME_DIR")) != NULL && env[0] != '\0' &&
+		   stat(env, &st) == 0 && S_ISDIR(st.st_mode)) {
+		n = snprintf(buf, len, "%s/coffer.sock", env);
+	} else {
+		snprintf(dir, sizeof(dir), "/run/user/%u", (unsigned int)getuid());
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
+			n = snprintf(buf, len, "%s/coffer.sock", dir);
+		else
+			n = snprintf(buf, len, "/tmp/coffer-%u.sock", (unsigned int)getuid());
+	}
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * runtime/proto_util.h - helpers around the wire protocol (runtime/proto.h) used by BOTH
+ * sides: libcoffer's connection code and coffer-store. Private to the build (not installed).
+ *
+ * Everything here is pure validation / encoding plus thin socket wrappers; none of it keeps
+ * state, so any thread may call any of it. Every function returns 0 (or a byte count) or a
+ * negative errno and never prints or aborts on peer input.
+ */
+#ifndef COFFER_PROTO_UTIL_H
+#define COFFER_PROTO_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/proto.h"
+
+/* Most file descriptors one socket message may carry (CHANNEL_OPEN_REPLY carries two). */
+#define COFFER_MSG_FDS_MAX 4
+
+/* Channel rings: limits the store enforces (and announces in HELLO_REPLY). */
+#define COFFER_RING_ENTRIES_MIN	    8u
+#define COFFER_RING_ENTRIES_DEFAULT 256u
+#define COFFER_RING_ENTRIES_MAX	    4096u
+#define COFFER_CHANNELS_MAX	    64u
+
+/* RELEASE flag (additive, protocol version 1): req.size holds the arena offset of the exact
+ * object to release (disambiguates an old and a new object of one ID after a replace). */
+#define COFFER_RELEASE_BY_OFFSET 0x1u
+
+/**
+ * coffer__msg_hdr_init() - fill a message header.
+ * @hdr: header to fill.
+ * @type: enum coffer_msg_type.
+ * @count: entries in the body (REQUEST/REPLY), else 0.
+ * @length: bytes of the whole message, header included.
+ * Context: any thread.
+ */
+void coffer__msg_hdr_init(struct coffer_msg_hdr *hdr, uint16_t type, uint32_t count,
+			  uint32_t length);
+
+/**
+ * coffer__msg_body_size() - fixed body size of a message type.
+ * @type: enum coffer_msg_type.
+ *
+ * Return: body bytes for fixed-size messages; for REQUEST/REPLY the size of ONE entry;
+ * -EPROTO for an unknown type.
+ */
+long coffer__msg_body_size(uint32_t type);
+
+/**
+ * coffer__msg_check() - validate a received socket message's header against its length.
+ * @buf: the received bytes (at least @len readable).
+ * @len: bytes received (the kernel keeps SOCK_SEQPACKET boundaries).
+ * @hdr: out: a copy of the header (valid when 0 is returned, and also for -EPROTONOSUPPORT
+ *       so the receiver can name the peer's version).
+ *
+ * Checks magic, version, a known type, hdr.length == @len, and count: 1..COFFER_MSG_BATCH_MAX
+ * with length == 16 + count * entry size for REQUEST/REPLY, 0 with the fixed body size for
+ * the rest.
+ *
+ * Return: 0; -EPROTO (truncated, bad magic, unknown type, length or count mismatch);
+ * -EPROTONOSUPPORT (good magic, other version).
+ * Context: any thread; reads only @buf.
+ */
+int coffer__msg_check(const void *buf, size_t len, struct coffer_msg_hdr *hdr);
+
+/**
+ * coffer__req_check() - validate one request's fields (not its semantics).
+ * @req: a request ALREADY COPIED out of shared memory or the receive buffer.
+ *
+ * Checks: known op; reserved fields zero; flags known for the op (CREATE: REPLACE; SEAL:
+ * RELEASE; RELEASE: COFFER_RELEASE_BY_OFFSET; others: none); size only for CREATE (and
+ * RELEASE with BY_OFFSET), timeout_us only for GET.
+ *
+ * Return: 0, or -EINVAL.
+ * Context: any thread.
+ */
+int coffer__req_check(const struct coffer_req *req);
+
+/**
+ * coffer__rep_check() - validate one reply from the store before trusting it (client side).
+ * @rep: a reply already copied out of shared memory or the receive buffer.
+ * @op: the op of the request with this tag (the client knows it from its own records).
+ * @segment: the arena segment id from HELLO_REPLY.
+ * @arena_bytes: the arena size from HELLO_REPLY.
+ *
+ * Checks: status is 0 or a negative errno >= -4095; for successful CREATE/GET the segment
+ * matches and [offset, offset + size) lies inside the arena (CREATE's size is the client's
+ * own, so only offset <= arena_bytes is checked); CONTAINS's size is 0 or 1.
+ *
+ * Return: 0, or -EPROTO.
+ * Context: any thread.
+ */
+int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segment,
+		      uint64_t arena_bytes);
+
+/**
+ * coffer__send_fds() - send one SOCK_SEQPACKET message, optionally with fds (SCM_RIGHTS).
+ * @sock: a connected Unix socket.
+ * @buf: message bytes.
+ * @len: bytes (<= COFFER_MSG_MAX_BYTES).
+ * @fds: fds to pass (may be NULL when @nfds is 0); they stay open in the sender.
+ * @nfds: 0..COFFER_MSG_FDS_MAX.
+ * @flags: extra send flags (MSG_DONTWAIT); MSG_NOSIGNAL is always added (never SIGPIPE).
+ *
+ * Retries EINTR.
+ * Return: bytes sent (== @len; SEQPACKET is all or nothing); -EAGAIN (nonblocking, buffer
+ * full); -EPIPE/-ECONNRESET (peer gone); -EINVAL (bad @nfds); other -errno from sendmsg.
+ * Context: any thread; async-signal-safe.
+ */
+long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, unsigned int nfds,
+		      int flags);
+
+/**
+ * coffer__recv_fds() - receive one SOCK_SEQPACKET message and any fds it carries.
+ * @sock: a connected Unix socket.
+ * @buf: receive buffer.
+ * @cap: its size; a larger message is reported as -EMSGSIZE (the rest is discarded by the
+ *       kernel), so pass cap > the largest legal message to detect oversized ones.
+ * @fds: out: received fds (close-on-exec); may be NULL when @maxfds is 0.
+ * @nfds: out: how many fds were stored in @fds (always set, also on error: 0).
+ * @maxfds: capacity of @fds, 0..COFFER_MSG_FDS_MAX. Extra fds are closed, never leaked.
+ * @flags: extra recv flags (MSG_DONTWAIT).
+ *
+ * On any error every received fd is closed (so a caller never leaks them).
+ * Return: bytes received (> 0); 0 at end of stream (peer closed); -EAGAIN; -EMSGSIZE
+ * (message or control data truncated, or more fds than @maxfds); other -errno.
+ * Context: any thread.
+ */
+long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
+		      unsigned int maxfds, int flags);
+
+/**
+ * coffer__default_socket_path() - where coffer-store listens when -s is not given, and
+ * where coffer_connect(NULL) looks: $COFFER_SOCKET if set and non-empty; else
+ * $XDG_RUNTIME_DIR/coffer.sock if that directory exists; else /run/user/UID/coffer.sock if
+ * that directory exists; else /tmp/coffer-UID.sock.
+ * @buf: out: the path, NUL-terminated.
+ * @len: size of @buf (108 fits any sockaddr_un path).
+ *
+ * Return: 0, or -ENAMETOOLONG.
+ * Context: any thread (reads the environment: not thread-safe against setenv()).
+ */
+int coffer__default_socket_path(char *buf, size_t len);
+
+/**
+ * coffer__ring_ok() - the index sanity check both sides apply to a peer-written index.
+ * @prod: producer index.
+ * @cons: consumer index.
+ * @entries: ring entries (power of two), from one's own memory, never re-read from shm.
+ *
+ * Return: true when 0 <= prod - cons <= entries (free-running uint32 arithmetic).
+ */
+static inline int coffer__ring_ok(uint32_t prod, uint32_t cons, uint32_t entries)
+{
+	return (uint32_t)(prod - cons) <= entries;
+}
+
+#endif /* COFFER_PROTO_UTIL_H */
