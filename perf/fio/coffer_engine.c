@@ -1,0 +1,999 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * perf/fio/coffer_engine.c - fio external ioengine "coffer": fio I/O through coffer-store.
+ *
+ * Load it with `ioengine=external:/path/fio-coffer.so` (or `--ioengine=/path/fio-coffer.so`).
+ * Built against the source of exactly the installed fio (FIO_IOOPS_VERSION 31 in fio 3.33):
+ * fio checks nothing but that number, so any other fio's struct layouts would be read wrong.
+ *
+ * Data mapping. Every fio file is a namespace; every block is one store object whose
+ * ObjectID is (12 bytes of a hash of the job's coffer_namespace and the file name, then the
+ * block's byte offset as 8 little-endian bytes): offsets inside one file never collide, files
+ * collide with probability ~2^-96. A write replaces the block's object: create with
+ * COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE. The replacement is invisible
+ * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
+ * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
+ * (timeout 0: a missing block is an error, or zeros with coffer_missing=zeros), copies it
+ * into the io_u and releases it.
+ *
+ * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
+ *  - queue launches the first stage (create or get) with the io_u's own event on the job's
+ *    EQ and returns FIO_Q_QUEUED; FIO_Q_BUSY when the channel is full (-EAGAIN);
+ *  - commit flushes the batch with coffer_flush() - one doorbell for everything queued - and
+ *    accounts the submitted io_us (issue time, io_u_queued, io_u_mark_submit);
+ *  - getevents polls the EQ. A write's create completion copies the data and launches the
+ *    seal with the same event; the io_u completes when the seal does. A read's get
+ *    completion copies the data out, completes the io_u at once and fires the release on a
+ *    separate pooled event that is reaped later by getevents (or by the drain at cleanup):
+ *    the read's latency does not include the release's round trip.
+ *  - a second stage that finds the channel full waits on a retry list, relaunched on the
+ *    next pass of the getevents loop, after the poll made room.
+ *
+ * Threads and processes. fio calls every hook of one job from one thread (the job's thread
+ * or forked process), so the per-job state below has no locks and no atomics. Nothing is
+ * created in the parent: fio forks jobs by default and a connection does not survive a fork,
+ * so each job connects in init (own EQ, hence its own channel) and tears everything down in
+ * cleanup, which also runs after a failed init. Different jobs share nothing but the store.
+ *
+ * Symbols: only `ioengine` is exported (version script); everything else in this module,
+ * including the statically linked libcoffer, is local.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fio.h"
+#include "optgroup.h"
+
+#include <coffer/common.h>
+#include <coffer/event.h>
+#include <coffer/store.h>
+
+#if FIO_IOOPS_VERSION != 31
+#error "perf/fio/coffer_engine.c is written against fio 3.33 (FIO_IOOPS_VERSION 31)"
+#endif
+
+/* Most events one coffer_eq_poll() call hands back. */
+#define CF_POLL_BATCH 64
+/* How long a poller sleeps at most while a relaunch waits for channel room (us). */
+#define CF_RETRY_SLEEP_US 50
+/* Prefill: objects in flight at once. */
+#define CF_PREFILL_DEPTH 64
+/* Cleanup waits at most this long for the store to answer what is still in flight (us). */
+#define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
+
+enum cf_missing {
+	CF_MISSING_ERROR = 0,
+	CF_MISSING_ZEROS = 1,
+};
+
+/* Engine options; fio requires that no option lives at offset 0, hence the pad. */
+struct cf_options {
+	void *pad;
+	char *socket;
+	char *namespace;
+	unsigned int prefill;
+	unsigned int missing;
+};
+
+/* What an event on the job's EQ belongs to. */
+enum cf_kind {
+	CF_KIND_IO,	 /* an io_u's event: its stages follow each other on it */
+	CF_KIND_RELEASE, /* a pooled event carrying a read's release */
+	CF_KIND_PREFILL, /* a prefill slot (on the prefill EQ only) */
+};
+
+enum cf_stage {
+	CF_IDLE = 0,
+	CF_W_CREATE, /* write: create(REPLACE) launched */
+	CF_W_SEAL,   /* write: data copied, seal(RELEASE) launched or waiting for room */
+	CF_R_GET,    /* read: get launched */
+	CF_T_DELETE, /* trim: delete launched */
+};
+
+/* Common head of everything that carries an event on an EQ. */
+struct cf_op {
+	struct coffer_event ev;
+	enum cf_kind kind;
+	enum cf_stage stage;
+	coffer_handle_t oh;  /* object handle while a stage needs it */
+	struct cf_op *next;  /* retry list or release free list */
+	struct cf_op *chain; /* every release event ever allocated (freed at cleanup) */
+};
+
+/* Per io_u state (io_u->engine_data). */
+struct cf_req {
+	struct cf_op op;
+	struct io_u *io_u;
+	struct coffer_oid oid;
+	void *wdata;	   /* create: writable pointer into the arena */
+	const void *rdata; /* get: read-only pointer into the arena */
+	uint64_t rsize;	   /* get: object size in bytes */
+};
+
+/* Per file state (fio_file->engine_data). */
+struct cf_file {
+	uint8_t prefix[COFFER_OID_SIZE - 8];
+};
+
+/* Per job state (td->io_ops_data). */
+struct cf_data {
+	coffer_handle_t conn;
+	coffer_handle_t eq;
+	bool runtime_up;	  /* coffer_init() succeeded: coffer_fini() owed */
+	unsigned int running;	  /* events launched on eq and not yet reaped */
+	struct io_u **events;	  /* completions of the current getevents call */
+	unsigned int nr_events;	  /* entries in events[] */
+	struct io_u **queued;	  /* queued since the last commit */
+	unsigned int nr_queued;	  /* entries in queued[] */
+	unsigned int depth;	  /* size of events[] and queued[] (td->o.iodepth) */
+	struct cf_op *retry;	  /* second stages waiting for channel room (LIFO) */
+	struct cf_op *rel_free;	  /* idle release events */
+	struct cf_op *rel_all;	  /* every release event, through ->chain */
+	unsigned char *prefilled; /* per fileno: 1 once prefilled */
+	unsigned int nr_files;
+};
+
+static const char *cf_strerror(int err)
+{
+	return coffer_strerror(err);
+}
+
+/* 64-bit FNV-1a with a splitmix64 finaliser: the finaliser spreads FNV's weak high bits. */
+static uint64_t cf_hash64(uint64_t seed, const char *a, const char *b)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	const char *parts[2] = {a, b};
+
+	for (int p = 0; p < 2; p++) {
+		for (const unsigned char *s = (const unsigned char *)parts[p]; *s; s++) {
+			h ^= *s;
+			h *= 0x100000001b3ull;
+		}
+		/* separator: ("ab","c") and ("a","bc") must differ */
+		h ^= 0xff;
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return h;
+}
+
+static void cf_store_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void cf_block_oid(const struct cf_file *cff, uint64_t offset, struct coffer_oid *oid)
+{
+	memcpy(oid->id, cff->prefix, sizeof(cff->prefix));
+	cf_store_le64(oid->id + sizeof(cff->prefix), offset);
+}
+
+static const char *cf_namespace(const struct cf_options *o)
+{
+	return o->namespace && o->namespace[0] ? o->namespace : "fio";
+}
+
+static int64_t cf_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static struct cf_op *cf_ev_op(struct coffer_event *ev)
+{
+	/* ev is the first member of struct cf_op (checked below) */
+	return (struct cf_op *)(void *)ev;
+}
+_Static_assert(offsetof(struct cf_op, ev) == 0, "cf_ev_op() relies on it");
+_Static_assert(offsetof(struct cf_req, op) == 0, "a cf_req is reached from its cf_op");
+
+static void cf_close_oh(struct cf_op *op)
+{
+	if (op->oh.cookie) {
+		coffer_obj_close(op->oh);
+		op->oh = COFFER_HANDLE_NULL;
+	}
+}
+
+/* ---- release events (reads) ------------------------------------------------------------ */
+
+static struct cf_op *cf_rel_get(struct cf_data *cd)
+{
+	struct cf_op *op = cd->rel_free;
+	int rc;
+
+	if (op) {
+		cd->rel_free = op->next;
+		op->next = NULL;
+		return op;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	rc = coffer_event_init(&op->ev, cd->eq, NULL);
+	if (rc < 0) {
+		free(op);
+		return NULL;
+	}
+	op->kind = CF_KIND_RELEASE;
+	op->chain = cd->rel_all;
+	cd->rel_all = op;
+	return op;
+}
+
+static void cf_rel_put(struct cf_data *cd, struct cf_op *op)
+{
+	cf_close_oh(op);
+	op->next = cd->rel_free;
+	cd->rel_free = op;
+}
+
+static void cf_retry_push(struct cf_data *cd, struct cf_op *op)
+{
+	op->next = cd->retry;
+	cd->retry = op;
+}
+
+/* ---- stages ----------------------------------------------------------------------------- */
+
+/* Hand a finished io_u to the current getevents call. @err: 0 or a negative errno. */
+static void cf_io_done(struct cf_data *cd, struct cf_req *req, int err)
+{
+	struct io_u *io_u = req->io_u;
+
+	cf_close_oh(&req->op);
+	req->op.stage = CF_IDLE;
+	if (err < 0)
+		io_u->error = (unsigned int)-err;
+	cd->events[cd->nr_events++] = io_u;
+}
+
+/*
+ * Launch the stage @op is in. Return 0 when launched, -EAGAIN when the channel is full (the
+ * caller keeps the op for later), another negative errno when the launch failed for good.
+ */
+static int cf_launch(struct cf_data *cd, struct cf_op *op)
+{
+	struct cf_req *req = (struct cf_req *)op;
+	int rc;
+
+	switch (op->kind) {
+	case CF_KIND_RELEASE:
+		rc = coffer_obj_release(op->oh, &op->ev);
+		break;
+	case CF_KIND_IO:
+		switch (op->stage) {
+		case CF_W_CREATE:
+			rc = coffer_obj_create(op->oh, req->io_u->xfer_buflen,
+					       COFFER_CREATE_REPLACE, &req->wdata, &op->ev);
+			break;
+		case CF_W_SEAL:
+			rc = coffer_obj_seal(op->oh, COFFER_SEAL_RELEASE, &op->ev);
+			break;
+		case CF_R_GET:
+			rc = coffer_obj_get(op->oh, 0, &req->rdata, &req->rsize, &op->ev);
+			break;
+		case CF_T_DELETE:
+			rc = coffer_obj_delete(cd->conn, &req->oid, &op->ev);
+			break;
+		default:
+			rc = -EINVAL;
+			break;
+		}
+		break;
+	default:
+		rc = -EINVAL;
+		break;
+	}
+	if (rc == 0)
+		cd->running++;
+	return rc;
+}
+
+/* Launch now or park on the retry list; a hard failure finishes the io_u or drops the op. */
+static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
+{
+	int rc = cf_launch(cd, op);
+
+	if (rc == 0)
+		return;
+	if (rc == -EAGAIN) {
+		cf_retry_push(cd, op);
+		return;
+	}
+	if (op->kind == CF_KIND_RELEASE) {
+		/* the reference dies with the handle's connection at the latest */
+		cf_rel_put(cd, op);
+		return;
+	}
+	if (op->stage == CF_W_SEAL)
+		coffer_obj_abort(op->oh, NULL);
+	cf_io_done(cd, (struct cf_req *)op, rc);
+}
+
+/* Relaunch parked stages, oldest first is not needed: each is an independent io_u. */
+static void cf_retry_all(struct cf_data *cd)
+{
+	struct cf_op *list = cd->retry;
+
+	cd->retry = NULL;
+	while (list) {
+		struct cf_op *op = list;
+
+		list = op->next;
+		op->next = NULL;
+		cf_launch_or_park(cd, op);
+	}
+}
+
+static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
+{
+	struct io_u *io_u = req->io_u;
+	struct cf_op *rel;
+	uint64_t n;
+
+	if (err < 0) {
+		cf_io_done(cd, req, err);
+		return;
+	}
+	n = req->rsize < io_u->xfer_buflen ? req->rsize : io_u->xfer_buflen;
+	memcpy(io_u->xfer_buf, req->rdata, n);
+	io_u->resid = io_u->xfer_buflen - n;
+
+	/* The copy is done: the io_u completes now, the release travels on its own event. */
+	rel = cf_rel_get(cd);
+	if (rel) {
+		rel->oh = req->op.oh;
+		req->op.oh = COFFER_HANDLE_NULL;
+		cf_launch_or_park(cd, rel);
+	} else {
+		/* no memory for an event: release synchronously rather than leak the reference */
+		coffer_obj_release(req->op.oh, NULL);
+	}
+	cf_io_done(cd, req, 0);
+}
+
+/* One event came back from the EQ: advance its op. @missing: enum cf_missing. */
+static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct coffer_event *ev)
+{
+	struct cf_op *op = cf_ev_op(ev);
+	struct cf_req *req = (struct cf_req *)op;
+	int err = ev->ev_error;
+
+	cd->running--;
+	if (op->kind == CF_KIND_RELEASE) {
+		cf_rel_put(cd, op);
+		return;
+	}
+
+	switch (op->stage) {
+	case CF_W_CREATE:
+		if (err == -EEXIST) {
+			/* another write of this block is between create and seal: try again */
+			cf_retry_push(cd, op);
+			return;
+		}
+		if (err < 0) {
+			cf_io_done(cd, req, err);
+			return;
+		}
+		memcpy(req->wdata, req->io_u->xfer_buf, req->io_u->xfer_buflen);
+		op->stage = CF_W_SEAL;
+		cf_launch_or_park(cd, op);
+		return;
+	case CF_W_SEAL:
+		cf_io_done(cd, req, err);
+		return;
+	case CF_R_GET:
+		if (err == -ENOENT && missing == CF_MISSING_ZEROS) {
+			memset(req->io_u->xfer_buf, 0, req->io_u->xfer_buflen);
+			cf_io_done(cd, req, 0);
+			return;
+		}
+		cf_read_done(cd, req, err);
+		return;
+	case CF_T_DELETE:
+		cf_io_done(cd, req, err == -ENOENT ? 0 : err);
+		return;
+	default:
+		cf_io_done(cd, req, -EPROTO);
+		return;
+	}
+}
+
+/* ---- draining (cleanup and error paths) ------------------------------------------------ */
+
+/*
+ * Reap everything still in flight on the job's EQ, so that events can be finalised and the
+ * EQ destroyed. Parked second stages are abandoned (an unsealed replacement is aborted;
+ * a parked release is left to the disconnect, which drops every reference of this client).
+ * Gives up after CF_DRAIN_TIMEOUT_US of silence from the store; the forced EQ destroy then
+ * waits for the runtime to fail what is left.
+ */
+static void cf_drain(struct cf_data *cd, unsigned int missing)
+{
+	struct coffer_event *evs[CF_POLL_BATCH];
+	int64_t deadline = cf_now_us() + CF_DRAIN_TIMEOUT_US;
+
+	for (;;) {
+		while (cd->retry) {
+			struct cf_op *op = cd->retry;
+
+			cd->retry = op->next;
+			op->next = NULL;
+			if (op->kind == CF_KIND_RELEASE) {
+				cf_rel_put(cd, op);
+				continue;
+			}
+			if (op->stage == CF_W_SEAL)
+				coffer_obj_abort(op->oh, NULL);
+			cf_close_oh(op);
+			op->stage = CF_IDLE;
+		}
+		if (!cd->running || cf_now_us() > deadline)
+			break;
+		coffer_flush(cd->conn);
+		int n = coffer_eq_poll(cd->eq, 1, 100 * 1000, CF_POLL_BATCH, evs);
+
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			cd->nr_events = 0; /* nobody is waiting for these io_us any more */
+			cf_handle_event(cd, missing, evs[i]);
+		}
+	}
+	cd->nr_events = 0;
+}
+
+/* ---- fio hooks -------------------------------------------------------------------------- */
+
+static const char *cf_socket_path(const struct cf_options *o)
+{
+	if (o->socket && o->socket[0])
+		return o->socket;
+	return getenv("COFFER_SOCKET"); /* NULL: the runtime's default path */
+}
+
+static int cf_init(struct thread_data *td)
+{
+	struct cf_options *o = td->eo;
+	const char *path = cf_socket_path(o);
+	struct cf_data *cd;
+	unsigned int slots;
+	int rc;
+
+	cd = calloc(1, sizeof(*cd));
+	if (!cd) {
+		td_verror(td, ENOMEM, "coffer init");
+		return 1;
+	}
+	td->io_ops_data = cd;
+
+	cd->depth = td->o.iodepth ? td->o.iodepth : 1;
+	slots = cd->depth > CF_POLL_BATCH ? cd->depth : CF_POLL_BATCH;
+	cd->events = calloc(slots, sizeof(*cd->events));
+	cd->queued = calloc(cd->depth, sizeof(*cd->queued));
+	if (!cd->events || !cd->queued) {
+		td_verror(td, ENOMEM, "coffer init");
+		return 1;
+	}
+
+	rc = coffer_init();
+	if (rc < 0) {
+		log_err("fio: coffer: runtime init failed: %s\n", cf_strerror(rc));
+		td_verror(td, -rc, "coffer_init");
+		return 1;
+	}
+	cd->runtime_up = true;
+
+	rc = coffer_connect(path, &cd->conn);
+	if (rc < 0) {
+		log_err("fio: coffer: cannot connect to coffer-store at %s: %s "
+			"(is the store running? set coffer_socket= or COFFER_SOCKET)\n",
+			path ? path : "the default socket", cf_strerror(rc));
+		cd->conn = COFFER_HANDLE_NULL;
+		td_verror(td, -rc, "coffer_connect");
+		return 1;
+	}
+
+	rc = coffer_eq_create(&cd->eq);
+	if (rc < 0) {
+		log_err("fio: coffer: cannot create an event queue: %s\n", cf_strerror(rc));
+		cd->eq = COFFER_HANDLE_NULL;
+		td_verror(td, -rc, "coffer_eq_create");
+		return 1;
+	}
+	return 0;
+}
+
+static void cf_cleanup(struct thread_data *td)
+{
+	struct cf_data *cd = td->io_ops_data;
+	const struct cf_options *o = td->eo;
+
+	if (!cd)
+		return;
+	if (cd->eq.cookie && (cd->running || cd->retry))
+		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
+	while (cd->rel_all) {
+		struct cf_op *op = cd->rel_all;
+
+		cd->rel_all = op->chain;
+		cf_close_oh(op);
+		coffer_event_fini(&op->ev);
+		free(op);
+	}
+	if (cd->eq.cookie)
+		coffer_eq_destroy(cd->eq, COFFER_EQ_FORCE);
+	if (cd->conn.cookie)
+		coffer_disconnect(cd->conn);
+	if (cd->runtime_up)
+		coffer_fini();
+	free(cd->prefilled);
+	free(cd->events);
+	free(cd->queued);
+	free(cd);
+	td->io_ops_data = NULL;
+}
+
+static int cf_io_u_init(struct thread_data *td, struct io_u *io_u)
+{
+	struct cf_data *cd = td->io_ops_data;
+	struct cf_req *req;
+	int rc;
+
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return ENOMEM;
+	rc = coffer_event_init(&req->op.ev, cd->eq, NULL);
+	if (rc < 0) {
+		free(req);
+		return -rc;
+	}
+	req->op.kind = CF_KIND_IO;
+	req->io_u = io_u;
+	io_u->engine_data = req;
+	return 0;
+}
+
+static void cf_io_u_free(struct thread_data *td, struct io_u *io_u)
+{
+	struct cf_data *cd = td->io_ops_data;
+	struct cf_req *req = io_u->engine_data;
+	const struct cf_options *o = td->eo;
+
+	if (!req)
+		return;
+	/* an io_u fio gave up on (error path) may still be in flight: reap it first */
+	if (cd && (req->op.stage != CF_IDLE || cd->retry))
+		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
+	cf_close_oh(&req->op);
+	coffer_event_fini(&req->op.ev);
+	free(req);
+	io_u->engine_data = NULL;
+}
+
+static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
+{
+	struct cf_data *cd = td->io_ops_data;
+	struct cf_req *req = io_u->engine_data;
+	const struct cf_file *cff = FILE_ENG_DATA(io_u->file);
+	enum cf_stage stage;
+	int rc;
+
+	fio_ro_check(td, io_u);
+
+	switch (io_u->ddir) {
+	case DDIR_WRITE:
+		stage = CF_W_CREATE;
+		break;
+	case DDIR_READ:
+		stage = CF_R_GET;
+		break;
+	case DDIR_TRIM:
+		stage = CF_T_DELETE;
+		break;
+	default:
+		/* sync/datasync: a write completes only when its seal did, and a sealed object
+		 * is visible to every client: there is nothing left to make durable. */
+		return FIO_Q_COMPLETED;
+	}
+
+	cf_block_oid(cff, io_u->offset, &req->oid);
+	if (stage != CF_T_DELETE) {
+		rc = coffer_obj_open(cd->conn, &req->oid, 0, &req->op.oh);
+		if (rc < 0) {
+			io_u->error = (unsigned int)-rc;
+			return FIO_Q_COMPLETED;
+		}
+	}
+	req->op.stage = stage;
+	rc = cf_launch(cd, &req->op);
+	if (rc < 0) {
+		cf_close_oh(&req->op);
+		req->op.stage = CF_IDLE;
+		if (rc == -EAGAIN)
+			return FIO_Q_BUSY;
+		io_u->error = (unsigned int)-rc;
+		return FIO_Q_COMPLETED;
+	}
+	cd->queued[cd->nr_queued++] = io_u;
+	return FIO_Q_QUEUED;
+}
+
+static int cf_commit(struct thread_data *td)
+{
+	struct cf_data *cd = td->io_ops_data;
+	int rc = coffer_flush(cd->conn);
+
+	if (cd->nr_queued) {
+		if (fio_fill_issue_time(td)) {
+			struct timespec now;
+
+			fio_gettime(&now, NULL);
+			for (unsigned int i = 0; i < cd->nr_queued; i++) {
+				cd->queued[i]->issue_time = now;
+				io_u_queued(td, cd->queued[i]);
+			}
+			if (td->o.read_iolog_file)
+				td->last_issue = now;
+		}
+		io_u_mark_submit(td, cd->nr_queued);
+		cd->nr_queued = 0;
+	}
+	/* -EAGAIN: the ring is full; what did not fit goes out with the next poll */
+	return rc == -EAGAIN ? 0 : rc;
+}
+
+static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int max,
+			const struct timespec *t)
+{
+	struct cf_data *cd = td->io_ops_data;
+	const struct cf_options *o = td->eo;
+	struct coffer_event *evs[CF_POLL_BATCH];
+	int64_t deadline = -1;
+	int rc = 0;
+
+	cd->nr_events = 0;
+	if (max > cd->depth)
+		max = cd->depth;
+	if (min > max)
+		min = max;
+	if (t)
+		deadline = cf_now_us() + (int64_t)t->tv_sec * 1000000 + t->tv_nsec / 1000;
+
+	for (;;) {
+		int64_t tmo;
+		unsigned int want;
+		int n;
+
+		if (cd->retry)
+			cf_retry_all(cd);
+		if (cd->nr_events >= max)
+			break;
+		if (!cd->running && !cd->retry)
+			break; /* nothing in flight can complete */
+
+		if (cd->nr_events >= min) {
+			tmo = 0; /* take what is there, do not wait */
+		} else if (deadline >= 0) {
+			tmo = deadline - cf_now_us();
+			if (tmo < 0)
+				tmo = 0;
+		} else {
+			tmo = -1;
+		}
+		if (cd->retry && (tmo < 0 || tmo > CF_RETRY_SLEEP_US))
+			tmo = CF_RETRY_SLEEP_US; /* come back soon to relaunch */
+
+		want = max - cd->nr_events;
+		if (want > CF_POLL_BATCH)
+			want = CF_POLL_BATCH;
+		/* sleeps on the EQ's wake fd (no spinning) up to tmo while nothing completed */
+		n = coffer_eq_poll(cd->eq, 1, tmo, want, evs);
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			cf_handle_event(cd, o->missing, evs[i]);
+		if (n > 0)
+			continue; /* more may be ready */
+		if (cd->nr_events >= min)
+			break;
+		if (deadline >= 0 && cf_now_us() >= deadline)
+			break;
+	}
+	/* second stages launched above go out now, not at the next commit */
+	coffer_flush(cd->conn);
+	if (rc < 0 && !cd->nr_events)
+		return rc;
+	return (int)cd->nr_events;
+}
+
+static struct io_u *cf_event(struct thread_data *td, int event)
+{
+	struct cf_data *cd = td->io_ops_data;
+
+	return cd->events[event];
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+/* One prefill slot: a create-then-seal pipeline on the prefill EQ. */
+struct cf_pslot {
+	struct coffer_event ev;
+	coffer_handle_t oh;
+	void *data;
+	int sealing;
+};
+_Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its event");
+
+/*
+ * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
+ * hits a missing block. Blocks that exist (-EEXIST) are left as they are. Runs on its own
+ * EQ so that its events never mix with io_u events.
+ */
+static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
+		      const struct cf_file *cff)
+{
+	const uint64_t bs = td->o.bs[DDIR_READ] ? td->o.bs[DDIR_READ] : td_min_bs(td);
+	const uint64_t end = f->file_offset + f->io_size;
+	struct cf_pslot *slots;
+	struct coffer_event *evs[CF_POLL_BATCH];
+	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0;
+	coffer_handle_t eq;
+	uint64_t next = f->file_offset;
+	int64_t quiet_since = cf_now_us();
+	int err = 0, rc;
+
+	rc = coffer_eq_create(&eq);
+	if (rc < 0)
+		return rc;
+	slots = calloc(CF_PREFILL_DEPTH, sizeof(*slots));
+	if (!slots) {
+		coffer_eq_destroy(eq, 0);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < CF_PREFILL_DEPTH; i++) {
+		rc = coffer_event_init(&slots[i].ev, eq, NULL);
+		if (rc < 0) {
+			err = rc;
+			break;
+		}
+		freelist[nfree++] = i;
+	}
+
+	while ((next + bs <= end && !err) || running) {
+		while (nfree && next + bs <= end && !err) {
+			struct cf_pslot *s = &slots[freelist[nfree - 1]];
+			struct coffer_oid oid;
+
+			cf_block_oid(cff, next, &oid);
+			rc = coffer_obj_open(cd->conn, &oid, 0, &s->oh);
+			if (rc < 0) {
+				err = rc;
+				break;
+			}
+			s->sealing = 0;
+			rc = coffer_obj_create(s->oh, bs, 0, &s->data, &s->ev);
+			if (rc < 0) {
+				coffer_obj_close(s->oh);
+				if (rc != -EAGAIN)
+					err = rc;
+				break;
+			}
+			nfree--;
+			running++;
+			next += bs;
+		}
+		if (!running)
+			continue;
+		int n = coffer_eq_poll(eq, 1, 1000 * 1000, CF_POLL_BATCH, evs);
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		if (n == 0 && cf_now_us() - quiet_since > CF_DRAIN_TIMEOUT_US) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		if (n > 0)
+			quiet_since = cf_now_us();
+		for (int i = 0; i < n; i++) {
+			struct cf_pslot *s = (struct cf_pslot *)(void *)evs[i];
+			int e = evs[i]->ev_error;
+
+			running--;
+			if (!s->sealing && e == 0) {
+				memset(s->data, 0, bs);
+				s->sealing = 1;
+				rc = coffer_obj_seal(s->oh, COFFER_SEAL_RELEASE, &s->ev);
+				if (rc == 0) {
+					running++;
+					continue;
+				}
+				if (rc == -EAGAIN) /* ring full: wait for this one */
+					rc = coffer_obj_seal(s->oh, COFFER_SEAL_RELEASE, NULL);
+				e = rc;
+			}
+			if (e < 0 && e != -EEXIST && !err)
+				err = e;
+			coffer_obj_close(s->oh);
+			freelist[nfree++] = (unsigned int)(s - slots);
+		}
+	}
+
+	for (unsigned int i = 0; i < CF_PREFILL_DEPTH; i++)
+		coffer_event_fini(&slots[i].ev);
+	coffer_eq_destroy(eq, COFFER_EQ_FORCE);
+	free(slots);
+	return err;
+}
+
+static int cf_open_file(struct thread_data *td, struct fio_file *f)
+{
+	struct cf_data *cd = td->io_ops_data;
+	const struct cf_options *o = td->eo;
+	const char *ns = cf_namespace(o);
+	struct cf_file *cff = FILE_ENG_DATA(f);
+	uint64_t h1, h2;
+	int rc;
+
+	if (!cff) {
+		cff = calloc(1, sizeof(*cff));
+		if (!cff) {
+			td_verror(td, ENOMEM, "coffer open_file");
+			return 1;
+		}
+		h1 = cf_hash64(0x636f66666572ull /* "coffer" */, ns, f->file_name);
+		h2 = cf_hash64(0x66696f2d6e73ull /* "fio-ns" */, ns, f->file_name);
+		cf_store_le64(cff->prefix, h1);
+		for (int i = 0; i < 4; i++)
+			cff->prefix[8 + i] = (uint8_t)(h2 >> (8 * i));
+		FILE_SET_ENG_DATA(f, cff);
+	}
+
+	if (o->prefill && td_read(td)) {
+		if (!cd->prefilled) {
+			cd->nr_files = td->files_index;
+			cd->prefilled = calloc(cd->nr_files ? cd->nr_files : 1, 1);
+			if (!cd->prefilled) {
+				td_verror(td, ENOMEM, "coffer prefill");
+				return 1;
+			}
+		}
+		if (f->fileno >= 0 && (unsigned int)f->fileno < cd->nr_files &&
+		    !cd->prefilled[f->fileno]) {
+			rc = cf_prefill(td, cd, f, cff);
+			if (rc < 0) {
+				log_err("fio: coffer: prefill of %s failed: %s\n", f->file_name,
+					cf_strerror(rc));
+				td_verror(td, -rc, "coffer prefill");
+				return 1;
+			}
+			cd->prefilled[f->fileno] = 1;
+		}
+	}
+	return 0;
+}
+
+static int cf_close_file(struct thread_data *td, struct fio_file *f)
+{
+	(void)td;
+	free(FILE_ENG_DATA(f));
+	FILE_SET_ENG_DATA(f, NULL);
+	return 0;
+}
+
+/* A file is as large as the job says: size= split over nrfiles, or filesize=. */
+static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
+{
+	uint64_t size;
+
+	if (fio_file_size_known(f))
+		return 0;
+	if (td->o.file_size_high)
+		size = td->o.file_size_high;
+	else if (td->o.size && td->o.nr_files)
+		size = td->o.size / td->o.nr_files +
+		       td_min_bs(td); /* first files may get a block more */
+	else
+		return 0; /* unknown: fio asks for size= */
+	f->real_file_size = size;
+	fio_file_set_size_known(f);
+	return 0;
+}
+
+/* ---- registration ----------------------------------------------------------------------- */
+
+static struct fio_option cf_option_table[] = {
+    {
+	.name = "coffer_socket",
+	.lname = "coffer-store socket",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct cf_options, socket),
+	.help = "Unix socket of coffer-store (default: $COFFER_SOCKET, else the store's "
+		"default path)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "coffer_namespace",
+	.lname = "coffer namespace",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct cf_options, namespace),
+	.help = "Namespace mixed into every ObjectID with the file name (default: fio)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "coffer_prefill",
+	.lname = "coffer prefill",
+	.type = FIO_OPT_BOOL,
+	.off1 = offsetof(struct cf_options, prefill),
+	.help = "Before a job with reads, create (zero-filled) every block that does not "
+		"exist yet",
+	.def = "0",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "coffer_missing",
+	.lname = "coffer missing block",
+	.type = FIO_OPT_STR,
+	.off1 = offsetof(struct cf_options, missing),
+	.help = "What a read of a never-written block returns",
+	.def = "error",
+	.posval =
+	    {
+		{
+		    .ival = "error",
+		    .oval = CF_MISSING_ERROR,
+		    .help = "fail the I/O with ENOENT",
+		},
+		{
+		    .ival = "zeros",
+		    .oval = CF_MISSING_ZEROS,
+		    .help = "return zeros",
+		},
+	    },
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = NULL,
+    },
+};
+
+/* The one exported symbol: fio looks it up with dlsym(handle, "ioengine"). */
+__attribute__((visibility("default"))) struct ioengine_ops ioengine = {
+    .name = "coffer",
+    .version = FIO_IOOPS_VERSION,
+    .flags = FIO_DISKLESSIO | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME,
+    .init = cf_init,
+    .queue = cf_queue,
+    .commit = cf_commit,
+    .getevents = cf_getevents,
+    .event = cf_event,
+    .cleanup = cf_cleanup,
+    .open_file = cf_open_file,
+    .close_file = cf_close_file,
+    .get_file_size = cf_get_file_size,
+    .io_u_init = cf_io_u_init,
+    .io_u_free = cf_io_u_free,
+    .option_struct_size = sizeof(struct cf_options),
+    .options = cf_option_table,
+};
