@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# tests/fio/fio_test.sh - end-to-end tests of the fio engine "coffer" against a real
+# coffer-store (suite 'fio'). One case per invocation:
+#
+#   fio_test.sh CASE
+#
+#   exports       the module exports only `ioengine`, and nothing of libcoffer is left
+#                 undefined (a lazily bound missing symbol would kill fio mid-run)
+#   enghelp       fio --enghelp lists the engine's four options
+#   verify-fork   perf/fio/jobs/verify.fio (numjobs 2, crc32c, write then read back) passes
+#                 in fio's default fork mode; every block was read back and checked
+#   verify-thread the same with --thread
+#   store-down    with no store at the socket, fio exits non-zero with a clear message,
+#                 and no job crashed (no signal, no core)
+#   depth         the randrw job (perf/fio/jobs/randrw.fio, shortened) reaches an I/O depth
+#                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
+#   missing       a read of a never-written block fails with ENOENT by default, returns
+#                 zeros with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#
+# Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
+# COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs). COFFER_FIO_TEST_SECONDS
+# overrides the time-based runs' length (default 2).
+# Exit status: 0 pass, 1 fail, 77 skip (with the reason printed).
+set -uo pipefail
+
+case_name=${1:-}
+store_bin=${COFFER_STORE:-}
+engine=${COFFER_FIO_ENGINE:-}
+jobs=${COFFER_FIO_JOBS:-}
+seconds=${COFFER_FIO_TEST_SECONDS:-2}
+
+skip() {
+	printf 'SKIP: %s\n' "$*"
+	exit 77
+}
+fail() {
+	printf 'FAIL [%s]: %s\n' "$case_name" "$*" >&2
+	exit 1
+}
+say() { printf '[%s] %s\n' "$case_name" "$*"; }
+
+command -v fio >/dev/null || skip "fio is not installed"
+command -v jq >/dev/null || skip "jq is not installed (tools/setup.sh installs it)"
+[ -n "$engine" ] && [ -f "$engine" ] || skip "the fio engine is not built (configure with -Dfio_source)"
+
+work=$(mktemp -d /tmp/coffer-fio-test.XXXXXX)
+sock=$work/store.sock
+store_pid=""
+stop_store() {
+	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
+		kill -TERM "$store_pid" 2>/dev/null
+		wait "$store_pid" 2>/dev/null
+	fi
+	store_pid=""
+}
+cleanup() {
+	stop_store
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+cd "$work" || exit 1
+
+start_store() {
+	[ -n "$store_bin" ] && [ -x "$store_bin" ] || skip "coffer-store is not built"
+	"$store_bin" -m "${1:-512M}" -s "$sock" 2>"$work/store.log" &
+	store_pid=$!
+	for _ in $(seq 1 200); do
+		[ -S "$sock" ] && return 0
+		kill -0 "$store_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$work/store.log" >&2
+	fail "coffer-store did not start"
+}
+
+# Copy of the job files with a short runtime and small files (the shapes stay the same).
+short_jobs() {
+	mkdir -p "$work/jobs"
+	cp "$jobs"/*.fio "$jobs"/*.inc "$work/jobs/" || fail "cannot copy $jobs"
+	sed -i -e "s/^runtime=.*/runtime=$seconds/" -e 's/^ramp_time=.*/ramp_time=0/' \
+		-e 's/^size=256m/size=32m/' "$work/jobs"/*.fio "$work/jobs"/*.inc
+}
+
+# A run must not have crashed: fio reports a job killed by a signal as "got signal", and
+# its own death shows as an exit status above 128.
+no_crash() {
+	local rc=$1 log=$2
+	[ "$rc" -lt 128 ] || fail "fio died of signal $((rc - 128))"
+	if grep -Eq 'got signal|Segmentation|Aborted|core dumped|AddressSanitizer|runtime error' "$log"; then
+		cat "$log" >&2
+		fail "a job crashed"
+	fi
+	ls "$work"/core* >/dev/null 2>&1 && fail "a core file was written"
+	return 0
+}
+
+fio_engine() {
+	fio --ioengine="external:$engine" "$@"
+}
+
+case_exports() {
+	command -v nm >/dev/null || skip "nm is not installed"
+	local defined undefined
+	defined=$(nm -D --defined-only "$engine" | awk '{ print $3 }' | sort | tr '\n' ' ')
+	[ "$defined" = "ioengine " ] || fail "exported symbols are '$defined', want only 'ioengine'"
+	undefined=$(nm -D --undefined-only "$engine" | awk '{ print $2 }' | grep -E '^coffer' || true)
+	[ -z "$undefined" ] || fail "libcoffer symbols left undefined in the module: $undefined"
+	say "only 'ioengine' exported; libcoffer fully linked in"
+}
+
+case_enghelp() {
+	local out
+	out=$(fio --enghelp="$engine" 2>&1) || fail "fio --enghelp failed: $out"
+	for o in coffer_socket coffer_namespace coffer_prefill coffer_missing; do
+		grep -q "^$o" <<<"$out" || fail "--enghelp does not list $o: $out"
+	done
+	say "--enghelp lists coffer_socket, coffer_namespace, coffer_prefill, coffer_missing"
+}
+
+# verify.fio: 2 jobs x 64 MiB of 4 KiB blocks written once, then read back and checked.
+run_verify() {
+	local mode_args=("$@") rc
+	start_store 512M
+	fio_engine --coffer_socket="$sock" --output-format=json --output="$work/verify.json" \
+		"${mode_args[@]}" "$jobs/verify.fio" >"$work/verify.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/verify.log"
+	if [ "$rc" -ne 0 ]; then
+		cat "$work/verify.log" "$work/verify.json" >&2
+		fail "fio exited with $rc"
+	fi
+	local njobs errors written read
+	njobs=$(jq '.jobs | length' "$work/verify.json")
+	errors=$(jq '[.jobs[].error] | add' "$work/verify.json")
+	written=$(jq '[.jobs[].write.io_bytes] | add' "$work/verify.json")
+	read=$(jq '[.jobs[].read.io_bytes] | add' "$work/verify.json")
+	[ "$njobs" -eq 2 ] || fail "expected 2 jobs, got $njobs"
+	[ "$errors" -eq 0 ] || fail "jobs reported errors: $errors"
+	# every written block must have been read back (that is what verify checks)
+	[ "$written" -eq $((2 * 64 << 20)) ] || fail "wrote $written bytes, expected $((2 * 64 << 20))"
+	[ "$read" -eq "$written" ] || fail "verified $read of $written bytes"
+	stop_store
+	say "verify=crc32c passed: 2 jobs wrote and read back $((written >> 20)) MiB"
+}
+
+case_verify_fork() {
+	run_verify
+}
+
+case_verify_thread() {
+	run_verify --thread
+}
+
+case_store_down() {
+	local rc
+	# a socket path where nothing listens (a store that was stopped)
+	start_store 64M
+	stop_store
+	fio_engine --coffer_socket="$sock" --name=down --rw=randread --bs=4k --size=1m \
+		--iodepth=4 --numjobs=2 >"$work/down.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/down.log"
+	[ "$rc" -ne 0 ] || fail "fio succeeded without a store"
+	grep -q "cannot connect to coffer-store" "$work/down.log" ||
+		fail "no clear message: $(cat "$work/down.log")"
+	# thread mode takes the same path
+	fio_engine --coffer_socket="$sock" --thread --name=down --rw=randwrite --bs=4k \
+		--size=1m --iodepth=4 --numjobs=2 >"$work/down2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/down2.log"
+	[ "$rc" -ne 0 ] || fail "fio (thread mode) succeeded without a store"
+	say "no store: fio exits $rc with: $(grep -m1 'cannot connect' "$work/down.log")"
+}
+
+case_depth() {
+	local rc
+	short_jobs
+	start_store 512M
+	fio_engine --coffer_socket="$sock" --output-format=json --output="$work/randrw.json" \
+		"$work/jobs/randrw.fio" >"$work/randrw.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/randrw.log"
+	if [ "$rc" -ne 0 ]; then
+		cat "$work/randrw.log" "$work/randrw.json" >&2
+		fail "fio exited with $rc"
+	fi
+	local err riops wiops d32 deep
+	err=$(jq '.jobs[0].error' "$work/randrw.json")
+	riops=$(jq '.jobs[0].read.iops | floor' "$work/randrw.json")
+	wiops=$(jq '.jobs[0].write.iops | floor' "$work/randrw.json")
+	# iodepth_level: % of I/Os submitted while this many were in flight ("1".."32", ">=64")
+	d32=$(jq '.jobs[0].iodepth_level["32"]' "$work/randrw.json")
+	deep=$(jq '[.jobs[0].iodepth_level | to_entries[] | select(.key != "1") | .value] | add' \
+		"$work/randrw.json")
+	[ "$err" -eq 0 ] || fail "job error $err"
+	[ "$riops" -gt 0 ] && [ "$wiops" -gt 0 ] || fail "no I/O: read $riops, write $wiops IOPS"
+	awk -v d="$deep" 'BEGIN { exit !(d > 50) }' ||
+		fail "depth > 1 for only $deep% of I/Os: $(jq -c '.jobs[0].iodepth_level' "$work/randrw.json")"
+	say "randrw 70/30 iodepth 32: read $riops IOPS, write $wiops IOPS;" \
+		"IO depths: 32 for $d32%, > 1 for $deep% of I/Os"
+}
+
+case_missing() {
+	local rc
+	start_store 128M
+	# default: never-written blocks are an error (ENOENT)
+	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --name=m --rw=randread \
+		--bs=4k --size=1m --iodepth=8 --output-format=json --output="$work/m1.json" \
+		>"$work/m1.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/m1.log"
+	[ "$rc" -ne 0 ] || fail "a read of a never-written block succeeded"
+	[ "$(jq '.jobs[0].error' "$work/m1.json")" -eq 2 ] ||
+		fail "expected ENOENT (2), got $(jq '.jobs[0].error' "$work/m1.json")"
+	# coffer_missing=zeros: such reads return zeros. verify_only skips the writes of a write
+	# job and reads every block back against the pattern, here all zeros.
+	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --coffer_missing=zeros \
+		--name=m --rw=randwrite --bs=4k --size=1m --iodepth=8 --verify=pattern \
+		--verify_pattern=0 --verify_only=1 --output-format=json --output="$work/m2.json" \
+		>"$work/m2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/m2.log"
+	[ "$rc" -eq 0 ] || fail "coffer_missing=zeros: $(cat "$work/m2.log" "$work/m2.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/m2.json")" -eq $((1 << 20)) ] ||
+		fail "coffer_missing=zeros: not every block was read back"
+	# coffer_prefill=1: every block exists before the reads start, so no read fails
+	fio_engine --coffer_socket="$sock" --coffer_namespace=prefilled --coffer_prefill=1 \
+		--name=p --rw=randread --bs=4k --size=4m --iodepth=16 --output-format=json \
+		--output="$work/p.json" >"$work/p.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/p.log"
+	[ "$rc" -eq 0 ] || fail "coffer_prefill=1: $(cat "$work/p.log" "$work/p.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/p.json")" -eq $((4 << 20)) ] ||
+		fail "coffer_prefill=1: not every block was read"
+	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
+}
+
+case "$case_name" in
+exports) case_exports ;;
+enghelp) case_enghelp ;;
+verify-fork) case_verify_fork ;;
+verify-thread) case_verify_thread ;;
+store-down) case_store_down ;;
+depth) case_depth ;;
+missing) case_missing ;;
+*)
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing" >&2
+	exit 2
+	;;
+esac
+exit 0
