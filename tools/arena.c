@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/arena.c - the store's arena allocator (TLSF with out-of-band block records).
+ *
+ * Design note.
+ * - Invariants: the blocks tile [0, capacity) in address order through prev_phys/next_phys;
+ *   no two neighbouring blocks are both free (free() coalesces at once); every free block is
+ *   on exactly one list, the one of mapping_insert(size); bit sl of sl_bitmap[fl] is set iff
+ *   heads[fl][sl] != NULL, and bit fl of fl_bitmap iff sl_bitmap[fl] != 0; used is the sum of
+ *   the sizes of allocated blocks, so used <= capacity always holds.
+ * - Classes: sizes are counted in 64-byte units u. u < 16 is class (0, u); otherwise with
+ *   k = floor(log2 u), class (k - 3, the 4 bits of u below its top bit). A request is rounded
+ *   UP to its class boundary before the search, so any block on a found list fits (good fit:
+ *   waste per request < 1/16 of it, the fragmentation bound TLSF is known for).
+ * - Large objects (>= 2 MiB) are placed at 2 MiB multiples (hugepage-aligned when the arena
+ *   is hugepage-backed): the search asks for size + 2 MiB - 64 and trims the front; when that
+ *   fails a bounded scan (64 blocks) looks for a smaller block that still fits aligned, so an
+ *   object as large as the whole arena can be placed in an empty one.
+ * - Metadata is private heap memory of the store; clients can scribble over the arena's
+ *   bytes without affecting it.
+ * - Single-threaded: no atomics, no locks.
+ * Source: M. Masmano et al., "TLSF: a new dynamic memory allocator for real-time systems",
+ * ECRTS 2004; Plasma used dlmalloc over its mmap'd region (metadata in-band), which we avoid.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/arena.h"
+
+#define SPARE_MAX 4096 /* block records cached for reuse */
+
+static inline int fls64(uint64_t x)
+{
+	return 63 - __builtin_clzll(x);
+}
+
+static void mapping_insert(uint64_t size, int *fl, int *sl)
+{
+	uint64_t u = size / COFFER_ARENA_ALIGN;
+	int k;
+
+	if (u < COFFER_ARENA_SL_COUNT) {
+		*fl = 0;
+		*sl = (int)u;
+		return;
+	}
+	k = fls64(u);
+	*fl = k - (COFFER_ARENA_SL_LOG2 - 1);
+	*sl = (int)((u >> (k - COFFER_ARENA_SL_LOG2)) & (COFFER_ARENA_SL_COUNT - 1));
+}
+
+/* Round size up to the first size whose class contains only blocks >= size. */
+static uint64_t round_to_class(uint64_t size)
+{
+	uint64_t u = size / COFFER_ARENA_ALIGN;
+	int k;
+
+	if (u < COFFER_ARENA_SL_COUNT)
+		return size;
+	k = fls64(u);
+	u += (1ull << (k - COFFER_ARENA_SL_LOG2)) - 1;
+	u &= ~((1ull << (k - COFFER_ARENA_SL_LOG2)) - 1);
+	return u * COFFER_ARENA_ALIGN;
+}
+
+static struct coffer__ablk *blk_new(struct coffer__arena *a)
+{
+	struct coffer__ablk *b = a->spare;
+
+	if (b != NULL) {
+		a->spare = b->next_free;
+		a->nspare--;
+		memset(b, 0, sizeof(*b));
+		return b;
+	}
+	return calloc(1, sizeof(*b));
+}
+
+static void blk_put(struct coffer__arena *a, struct coffer__ablk *b)
+{
+	if (a->nspare >= SPARE_MAX) {
+		free(b);
+		return;
+	}
+	b->next_free = a->spare;
+	a->spare = b;
+	a->nspare++;
+}
+
+static void list_insert(struct coffer__arena *a, struct coffer__ablk *b)
+{
+	int fl, sl;
+
+	mapping_insert(b->size, &fl, &sl);
+	b->free = true;
+	b->prev_free = NULL;
+	b->next_free = a->heads[fl][sl];
+	if (b->next_free != NULL)
+		b->next_free->prev_free = b;
+	a->heads[fl][sl] = b;
+	a->sl_bitmap[fl] |= 1u << sl;
+	a->fl_bitmap |= 1ull << fl;
+	a->nfree++;
+}
+
+static void list_remove(struct coffer__arena *a, struct coffer__ablk *b)
+{
+	int fl, sl;
+
+	mapping_insert(b->size, &fl, &sl);
+	if (b->prev_free != NULL)
+		b->prev_free->next_free = b->next_free;
+	else
+		a->heads[fl][sl] = b->next_free;
+	if (b->next_free != NULL)
+		b->next_free->prev_free = b->prev_free;
+	if (a->heads[fl][sl] == NULL) {
+		a->sl_bitmap[fl] &= ~(1u << sl);
+		if (a->sl_bitmap[fl] == 0)
+			a->fl_bitmap &= ~(1ull << fl);
+	}
+	b->free = false;
+	b->prev_free = b->next_free = NULL;
+	a->nfree--;
+}
+
+/* First non-empty class at or above (fl, sl); returns false when none. */
+static bool find_class(const struct coffer__arena *a, int *fl, int *sl)
+{
+	uint32_t slmap;
+	uint64_t flmap;
+
+	if (*fl >= COFFER_ARENA_FL_COUNT)
+		return false;
+	slmap = a->sl_bitmap[*fl] & (~0u << *sl);
+	if (slmap == 0) {
+		if (*fl + 1 >= COFFER_ARENA_FL_COUNT)
+			return false;
+		flmap = a->fl_bitmap & (~0ull << (*fl + 1));
+		if (flmap == 0)
+			return false;
+		*fl = __builtin_ctzll(flmap);
+		slmap = a->sl_bitmap[*fl];
+	}
+	*sl = __builtin_ctz(slmap);
+	return true;
+}
+
+int coffer__arena_init(struct coffer__arena *a, uint64_t capacity)
+{
+	struct coffer__ablk *b;
+
+	memset(a, 0, sizeof(*a));
+	capacity &= ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
+	if (capacity < COFFER_ARENA_ALIGN || capacity > (1ull << 52))
+		return -EINVAL;
+	b = blk_new(a);
+	if (b == NULL)
+		return -ENOMEM;
+	a->capacity = capacity;
+	b->off = 0;
+	b->size = capacity;
+	a->first = b;
+	list_insert(a, b);
+	return 0;
+}
+
+void coffer__arena_fini(struct coffer__arena *a)
+{
+	struct coffer__ablk *b, *n;
+
+	/* The record at offset 0 is never replaced (see a->first), so the whole chain,
+	 * allocated blocks included, is reachable from it. */
+	for (b = a->first; b != NULL; b = n) {
+		n = b->next_phys;
+		free(b);
+	}
+	for (b = a->spare; b != NULL; b = n) {
+		n = b->next_free;
+		free(b);
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+/* Split b so that it keeps @size bytes; the tail becomes a free block. */
+static int split_tail(struct coffer__arena *a, struct coffer__ablk *b, uint64_t size)
+{
+	struct coffer__ablk *t;
+
+	if (b->size - size < COFFER_ARENA_ALIGN)
+		return 0;
+	t = blk_new(a);
+	if (t == NULL)
+		return -ENOMEM;
+	t->off = b->off + size;
+	t->size = b->size - size;
+	t->prev_phys = b;
+	t->next_phys = b->next_phys;
+	if (t->next_phys != NULL)
+		t->next_phys->prev_phys = t;
+	b->next_phys = t;
+	b->size = size;
+	/* b's old next neighbour was allocated (invariant), so t needs no coalescing. */
+	list_insert(a, t);
+	return 0;
+}
+
+/* Bounded scan for a block that can hold @size at an @align-aligned offset. */
+static struct coffer__ablk *scan_aligned(struct coffer__arena *a, uint64_t size, uint64_t align)
+{
+	int fl, sl, budget = 64;
+
+	mapping_insert(round_to_class(size), &fl, &sl);
+	while (budget > 0 && find_class(a, &fl, &sl)) {
+		struct coffer__ablk *b;
+
+		for (b = a->heads[fl][sl]; b != NULL && budget > 0; b = b->next_free, budget--) {
+			uint64_t start = (b->off + align - 1) & ~(align - 1);
+
+			if (start - b->off <= b->size && b->size - (start - b->off) >= size)
+				return b;
+		}
+		if (++sl >= (int)COFFER_ARENA_SL_COUNT) {
+			sl = 0;
+			fl++;
+		}
+	}
+	return NULL;
+}
+
+int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out)
+{
+	uint64_t need, align = COFFER_ARENA_ALIGN;
+	struct coffer__ablk *b = NULL;
+	int fl, sl;
+
+	if (size == 0)
+		return -EINVAL;
+	if (size > a->capacity)
+		return -E2BIG;
+	size = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
+	if (size >= COFFER_ARENA_LARGE)
+		align = COFFER_ARENA_LARGE;
+	need = size + (align - COFFER_ARENA_ALIGN);
+	if (need <= a->capacity) {
+		mapping_insert(round_to_class(need), &fl, &sl);
+		if (find_class(a, &fl, &sl))
+			b = a->heads[fl][sl];
+	}
+	if (b == NULL && align > COFFER_ARENA_ALIGN)
+		b = scan_aligned(a, size, align);
+	if (b == NULL)
+		return -ENOMEM;
+	/* Reserve both possible record splits before touching the lists, so a metadata
+	 * allocation failure leaves no trace. */
+	while (a->nspare < 2) {
+		struct coffer__ablk *r = calloc(1, sizeof(*r));
+
+		if (r == NULL)
+			return -ENOMEM;
+		r->next_free = a->spare;
+		a->spare = r;
+		a->nspare++;
+	}
+	list_remove(a, b);
+	if (align > COFFER_ARENA_ALIGN && (b->off & (align - 1)) != 0) {
+		uint64_t gap = ((b->off + align - 1) & ~(align - 1)) - b->off;
+		struct coffer__ablk *f = blk_new(a);
+
+		/* f keeps the front gap (free); b moves up to the aligned offset. f's
+		 * previous neighbour is allocated (invariant), so f needs no coalescing. */
+		f->off = b->off;
+		f->size = gap;
+		f->prev_phys = b->prev_phys;
+		f->next_phys = b;
+		if (f->prev_phys != NULL)
+			f->prev_phys->next_phys = f;
+		b->prev_phys = f;
+		b->off += gap;
+		b->size -= gap;
+		list_insert(a, f);
+	}
+	(void)split_tail(a, b, size); /* cannot fail: a record is reserved */
+	b->free = false;
+	a->used += b->size;
+	a->nalloc++;
+	*out = b;
+	return 0;
+}
+
+void coffer__arena_free(struct coffer__arena *a, struct coffer__ablk *b)
+{
+	struct coffer__ablk *n;
+
+	a->used -= b->size;
+	a->nalloc--;
+	if (b->prev_phys != NULL && b->prev_phys->free) {
+		struct coffer__ablk *p = b->prev_phys;
+
+		list_remove(a, p);
+		p->size += b->size;
+		p->next_phys = b->next_phys;
+		if (p->next_phys != NULL)
+			p->next_phys->prev_phys = p;
+		blk_put(a, b);
+		b = p;
+	}
+	n = b->next_phys;
+	if (n != NULL && n->free) {
+		list_remove(a, n);
+		b->size += n->size;
+		b->next_phys = n->next_phys;
+		if (b->next_phys != NULL)
+			b->next_phys->prev_phys = b;
+		blk_put(a, n);
+	}
+	list_insert(a, b);
+}
+
+uint64_t coffer__arena_largest_free(const struct coffer__arena *a)
+{
+	const struct coffer__ablk *b;
+	uint64_t best = 0;
+	int fl;
+
+	if (a->fl_bitmap == 0)
+		return 0;
+	fl = fls64(a->fl_bitmap);
+	for (b = a->heads[fl][fls64(a->sl_bitmap[fl])]; b != NULL; b = b->next_free)
+		if (b->size > best)
+			best = b->size;
+	return best;
+}
+
+int coffer__arena_check(const struct coffer__arena *a)
+{
+	const struct coffer__ablk *b, *p;
+	uint64_t off = 0, used = 0, nalloc = 0, nfree = 0;
+	int fl, sl;
+
+	for (fl = 0; fl < COFFER_ARENA_FL_COUNT; fl++) {
+		if (((a->fl_bitmap >> fl) & 1) != (a->sl_bitmap[fl] != 0))
+			return -EFAULT;
+		for (sl = 0; sl < (int)COFFER_ARENA_SL_COUNT; sl++) {
+			if (((a->sl_bitmap[fl] >> sl) & 1) != (a->heads[fl][sl] != NULL))
+				return -EFAULT;
+			for (p = a->heads[fl][sl]; p != NULL; p = p->next_free) {
+				int f2, s2;
+
+				mapping_insert(p->size, &f2, &s2);
+				if (!p->free || f2 != fl || s2 != sl)
+					return -EFAULT;
+			}
+		}
+	}
+	for (b = a->first, p = NULL; b != NULL; p = b, b = b->next_phys) {
+		if (b->off != off || b->size == 0 || b->size % COFFER_ARENA_ALIGN != 0)
+			return -EFAULT;
+		if (b->prev_phys != p)
+			return -EFAULT;
+		if (p != NULL && p->free && b->free)
+			return -EFAULT;
+		if (b->free)
+			nfree++;
+		else {
+			used += b->size;
+			nalloc++;
+		}
+		off += b->size;
+	}
+	if (off != a->capacity || used != a->used || nalloc != a->nalloc || nfree != a->nfree)
+		return -EFAULT;
+	return 0;
+}

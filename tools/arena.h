@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/arena.h - coffer-store's arena allocator: hands out byte ranges (offsets) of the
+ * shared-memory segment. Metadata lives in the store's private heap, never in the shared
+ * arena (clients can write the arena; they must not be able to corrupt the allocator).
+ *
+ * Two-level segregated fit (TLSF, Masmano et al. 2004) with out-of-band block records:
+ * O(1) allocate and free (bitmap search + constant-time coalescing through the
+ * address-ordered neighbour links), exact byte accounting, good-fit bounded fragmentation.
+ *
+ * Context: single-threaded (the store's event loop); no locks.
+ */
+#ifndef COFFER_TOOLS_ARENA_H
+#define COFFER_TOOLS_ARENA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define COFFER_ARENA_ALIGN    64u		   /* every block starts at k * 64 */
+#define COFFER_ARENA_LARGE    (2u * 1024u * 1024u) /* objects >= this are 2 MiB aligned */
+#define COFFER_ARENA_SL_LOG2  4			   /* 16 second-level classes per power of 2 */
+#define COFFER_ARENA_SL_COUNT (1u << COFFER_ARENA_SL_LOG2)
+#define COFFER_ARENA_FL_COUNT 56
+
+/* One block: a maximal run of bytes that is either free or one allocation. */
+struct coffer__ablk {
+	uint64_t off;  /* byte offset in the arena, multiple of COFFER_ARENA_ALIGN */
+	uint64_t size; /* bytes, multiple of COFFER_ARENA_ALIGN, > 0 */
+	struct coffer__ablk *prev_phys, *next_phys; /* address-ordered neighbours */
+	struct coffer__ablk *prev_free, *next_free; /* class free list (free blocks only) */
+	bool free;
+};
+
+struct coffer__arena {
+	uint64_t capacity;  /* bytes managed */
+	uint64_t used;	    /* bytes in allocated blocks (sum of their sizes) */
+	uint64_t nalloc;    /* allocated blocks */
+	uint64_t nfree;	    /* free blocks */
+	uint64_t fl_bitmap; /* bit f set when some sl list of fl f is non-empty */
+	uint32_t sl_bitmap[COFFER_ARENA_FL_COUNT];
+	struct coffer__ablk *heads[COFFER_ARENA_FL_COUNT][COFFER_ARENA_SL_COUNT];
+	struct coffer__ablk *first; /* the block at offset 0: its record is never replaced,
+				     * because coalescing keeps the lower block's record and
+				     * offset 0 never needs an alignment split */
+	struct coffer__ablk *spare; /* cache of unused block records (singly linked) */
+	uint64_t nspare;
+};
+
+/**
+ * coffer__arena_init() - manage [0, capacity) bytes.
+ * @a: arena to initialise.
+ * @capacity: bytes; rounded DOWN to a multiple of COFFER_ARENA_ALIGN; must be >= 64.
+ * Return: 0, -EINVAL (capacity too small or too large), -ENOMEM.
+ */
+int coffer__arena_init(struct coffer__arena *a, uint64_t capacity);
+
+/** coffer__arena_fini() - free all metadata (allocated blocks are forgotten). */
+void coffer__arena_fini(struct coffer__arena *a);
+
+/**
+ * coffer__arena_alloc() - allocate @size bytes.
+ * @a: the arena.
+ * @size: bytes, > 0. Rounded up to 64; sizes >= COFFER_ARENA_LARGE get a 2 MiB-aligned
+ *        offset.
+ * @out: out: the block (its off and size are the allocation).
+ * Return: 0; -EINVAL (size 0); -E2BIG (larger than the capacity: can never fit); -ENOMEM (no
+ * free block fits now, or metadata allocation failed).
+ */
+int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out);
+
+/** coffer__arena_free() - free a block returned by coffer__arena_alloc(). O(1). */
+void coffer__arena_free(struct coffer__arena *a, struct coffer__ablk *b);
+
+/**
+ * coffer__arena_largest_free() - bytes of the largest free block: the top non-empty class
+ * from the bitmaps, then a scan of that one list.
+ */
+uint64_t coffer__arena_largest_free(const struct coffer__arena *a);
+
+/**
+ * coffer__arena_check() - walk every block and verify the invariants (tests/debug):
+ * blocks tile [0, capacity) in order, no two neighbouring free blocks, sums match used and
+ * capacity - used, every free block is on the list of its class and the bitmaps agree.
+ * Return: 0, or -EFAULT naming nothing (the caller asserts on it). O(n).
+ */
+int coffer__arena_check(const struct coffer__arena *a);
+
+#endif /* COFFER_TOOLS_ARENA_H */

@@ -1,0 +1,928 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/objtab.c - the store's object table (see objtab.h).
+ *
+ * Design note.
+ * - An entry per ObjectID holds: cur (the object gets see: CREATED or SEALED), shadow (an
+ *   unsealed replacement created with COFFER_CREATE_REPLACE while cur is SEALED), old (a
+ *   list of replaced/deleted objects still referenced), and the waiting gets for that ID.
+ *   An entry lives while any of the four is non-empty.
+ * - Every object has refs = sum of its holders' counts. A holder record is keyed by (owner,
+ *   object), so a client can release only what it holds. The creator holds one reference
+ *   from create until it releases it (SEAL_RELEASE or RELEASE).
+ * - Evictable == (cur of its entry) && SEALED && refs == 0; exactly those objects are on the
+ *   LRU list (head = least recently used), and evictable_bytes is the sum of their block
+ *   sizes. An OLD object is freed at its last release; an OLD or SHADOW object is never
+ *   visible to gets.
+ * - Waiting gets: on their entry's list and their owner's list, and on a binary min-heap by
+ *   deadline when they have a finite timeout. Completion (seal) or expiry removes all three.
+ * - Single-threaded: no locks, no atomics. Never blocks; no unbounded work per request
+ *   except waking the waiters of one ID (each woken waiter is one reply).
+ * Source: Plasma's object table and eviction policy (plasma/store.cc, eviction_policy.cc),
+ * made consistent (per-client references, replace-on-seal, deferred delete).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "runtime/proto_util.h"
+#include "tools/objtab.h"
+
+enum { ST_CREATED = 1, ST_SEALED = 2 };
+enum { AT_CUR = 1, AT_SHADOW = 2, AT_OLD = 3 };
+
+struct entry;
+
+struct obj {
+	struct entry *e;
+	int state, where;
+	uint64_t size, off;
+	struct coffer__ablk *blk; /* NULL for 0-byte objects */
+	uint64_t refs;
+	struct coffer__owner *creator; /* while CREATED */
+	struct coffer__dl lru;	       /* ot->lru while evictable */
+	struct coffer__dl olink;       /* entry->old while AT_OLD */
+	struct coffer__dl clink;       /* creator->created while CREATED */
+	struct coffer__dl holders;     /* struct holder */
+};
+
+struct entry {
+	struct entry *hnext;
+	uint64_t hash;
+	uint8_t oid[COFFER_OID_SIZE];
+	struct obj *cur, *shadow;
+	struct coffer__dl old;
+	struct coffer__dl waiters;
+};
+
+struct holder {
+	struct holder *hnext;
+	uint64_t hash;
+	struct coffer__owner *owner;
+	struct obj *obj;
+	uint64_t count;
+	struct coffer__dl olink; /* owner->holds */
+	struct coffer__dl blink; /* obj->holders */
+};
+
+struct waiter {
+	struct coffer__owner *owner;
+	struct entry *e;
+	uint64_t tag;
+	uint64_t deadline; /* UINT64_MAX: forever */
+	uint32_t route;
+	size_t heap_idx; /* SIZE_MAX when not on the heap */
+	struct coffer__dl elink, olink;
+};
+
+struct coffer__ot {
+	struct coffer__arena arena;
+	uint32_t segment;
+	uint64_t seed[2];
+	struct entry **ebuckets;
+	size_t emask, nentries;
+	struct holder **hbuckets;
+	size_t hmask, nholders;
+	struct coffer__dl lru;
+	uint64_t evictable_bytes;
+	struct waiter **heap;
+	size_t nheap, heapcap, nwaiters;
+	uint64_t ncreated, nsealed, evictions, evicted_bytes;
+	coffer__ot_deliver_fn deliver;
+	void *ctx;
+};
+
+uint64_t coffer__now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- hashing: seeded so that clients cannot aim ObjectIDs at one bucket ---- */
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t oid_hash(const struct coffer__ot *ot, const uint8_t *oid)
+{
+	uint64_t a, b;
+	uint32_t c;
+
+	memcpy(&a, oid, 8);
+	memcpy(&b, oid + 8, 8);
+	memcpy(&c, oid + 16, 4);
+	return mix(mix(a ^ ot->seed[0]) ^ b) ^ mix(c ^ ot->seed[1]);
+}
+
+static uint64_t holder_hash(const struct coffer__ot *ot, const void *owner, const void *obj)
+{
+	return mix((uint64_t)(uintptr_t)owner ^ ot->seed[0]) ^ mix((uint64_t)(uintptr_t)obj);
+}
+
+static int grow(void ***buckets, size_t *mask, size_t n, size_t link_off, size_t hash_off)
+{
+	size_t newmask, i;
+	void **nb;
+
+	if (n <= *mask + 1)
+		return 0;
+	newmask = (*mask << 1) | 1;
+	nb = calloc(newmask + 1, sizeof(*nb));
+	if (nb == NULL)
+		return -ENOMEM; /* keep the old table: longer chains, still correct */
+	for (i = 0; i <= *mask; i++) {
+		void *p = (*buckets)[i], *next;
+
+		for (; p != NULL; p = next) {
+			uint64_t h = *(uint64_t *)((char *)p + hash_off);
+
+			next = *(void **)((char *)p + link_off);
+			*(void **)((char *)p + link_off) = nb[h & newmask];
+			nb[h & newmask] = p;
+		}
+	}
+	free(*buckets);
+	*buckets = nb;
+	*mask = newmask;
+	return 0;
+}
+
+static struct entry *entry_find(const struct coffer__ot *ot, const uint8_t *oid)
+{
+	uint64_t h = oid_hash(ot, oid);
+	struct entry *e;
+
+	for (e = ot->ebuckets[h & ot->emask]; e != NULL; e = e->hnext)
+		if (e->hash == h && memcmp(e->oid, oid, COFFER_OID_SIZE) == 0)
+			return e;
+	return NULL;
+}
+
+static struct entry *entry_get(struct coffer__ot *ot, const uint8_t *oid)
+{
+	struct entry *e = entry_find(ot, oid);
+
+	if (e != NULL)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	memcpy(e->oid, oid, COFFER_OID_SIZE);
+	e->hash = oid_hash(ot, oid);
+	coffer__dl_init(&e->old);
+	coffer__dl_init(&e->waiters);
+	e->hnext = ot->ebuckets[e->hash & ot->emask];
+	ot->ebuckets[e->hash & ot->emask] = e;
+	ot->nentries++;
+	(void)grow((void ***)&ot->ebuckets, &ot->emask, ot->nentries, offsetof(struct entry, hnext),
+		   offsetof(struct entry, hash));
+	return e;
+}
+
+static void entry_maybe_free(struct coffer__ot *ot, struct entry *e)
+{
+	struct entry **pp;
+
+	if (e->cur != NULL || e->shadow != NULL || !coffer__dl_empty(&e->old) ||
+	    !coffer__dl_empty(&e->waiters))
+		return;
+	for (pp = &ot->ebuckets[e->hash & ot->emask]; *pp != e; pp = &(*pp)->hnext)
+		;
+	*pp = e->hnext;
+	ot->nentries--;
+	free(e);
+}
+
+static struct holder *holder_find(const struct coffer__ot *ot, struct coffer__owner *ow,
+				  struct obj *o)
+{
+	uint64_t h = holder_hash(ot, ow, o);
+	struct holder *x;
+
+	for (x = ot->hbuckets[h & ot->hmask]; x != NULL; x = x->hnext)
+		if (x->owner == ow && x->obj == o)
+			return x;
+	return NULL;
+}
+
+/* ---- LRU ---- */
+
+static void lru_update(struct coffer__ot *ot, struct obj *o)
+{
+	bool want = o->where == AT_CUR && o->state == ST_SEALED && o->refs == 0;
+	bool on = coffer__dl_linked(&o->lru);
+	uint64_t bytes = o->blk != NULL ? o->blk->size : 0;
+
+	if (want && !on) {
+		coffer__dl_add_tail(&ot->lru, &o->lru); /* most recently used at the tail */
+		ot->evictable_bytes += bytes;
+	} else if (!want && on) {
+		coffer__dl_del(&o->lru);
+		ot->evictable_bytes -= bytes;
+	}
+}
+
+/* ---- objects ---- */
+
+static void obj_free(struct coffer__ot *ot, struct obj *o)
+{
+	/* Caller has unlinked o from its entry slot (cur/shadow) or it is AT_OLD. */
+	if (coffer__dl_linked(&o->lru)) {
+		coffer__dl_del(&o->lru);
+		ot->evictable_bytes -= o->blk != NULL ? o->blk->size : 0;
+	}
+	if (coffer__dl_linked(&o->olink))
+		coffer__dl_del(&o->olink);
+	if (coffer__dl_linked(&o->clink))
+		coffer__dl_del(&o->clink);
+	while (!coffer__dl_empty(&o->holders)) {
+		struct holder *h = COFFER_DL_ENTRY(o->holders.next, struct holder, blink);
+		struct holder **pp;
+		uint64_t hh = holder_hash(ot, h->owner, h->obj);
+
+		for (pp = &ot->hbuckets[hh & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
+			;
+		*pp = h->hnext;
+		coffer__dl_del(&h->blink);
+		coffer__dl_del(&h->olink);
+		ot->nholders--;
+		free(h);
+	}
+	if (o->state == ST_CREATED)
+		ot->ncreated--;
+	else
+		ot->nsealed--;
+	if (o->blk != NULL)
+		coffer__arena_free(&ot->arena, o->blk);
+	free(o);
+}
+
+static void wake_waiters(struct coffer__ot *ot, struct entry *e);
+
+/* cur of e leaves (deleted, evicted or replaced): free it or keep it as OLD until its last
+ * release; a pending replacement becomes the new (still unsealed) cur. */
+static void detach_cur(struct coffer__ot *ot, struct entry *e, bool promote_shadow)
+{
+	struct obj *o = e->cur;
+
+	e->cur = NULL;
+	if (o->refs == 0) {
+		o->where = 0;
+		obj_free(ot, o);
+	} else {
+		o->where = AT_OLD;
+		lru_update(ot, o);
+		coffer__dl_add_tail(&e->old, &o->olink);
+	}
+	if (promote_shadow && e->shadow != NULL) {
+		e->cur = e->shadow;
+		e->shadow = NULL;
+		e->cur->where = AT_CUR;
+	}
+}
+
+/* Drop @n references of holder @h; frees what became unreferenced and unreachable. */
+static void holder_put(struct coffer__ot *ot, struct holder *h, uint64_t n)
+{
+	struct obj *o = h->obj;
+	struct entry *e = o->e;
+
+	h->count -= n;
+	o->refs -= n;
+	if (h->count == 0) {
+		struct holder **pp;
+		uint64_t hh = holder_hash(ot, h->owner, o);
+
+		for (pp = &ot->hbuckets[hh & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
+			;
+		*pp = h->hnext;
+		coffer__dl_del(&h->blink);
+		coffer__dl_del(&h->olink);
+		ot->nholders--;
+		free(h);
+	}
+	if (o->refs == 0 && o->where == AT_OLD) {
+		obj_free(ot, o);
+		entry_maybe_free(ot, e);
+		return;
+	}
+	lru_update(ot, o);
+}
+
+static int holder_add(struct coffer__ot *ot, struct coffer__owner *ow, struct obj *o)
+{
+	struct holder *h = holder_find(ot, ow, o);
+	uint64_t hh;
+
+	if (h == NULL) {
+		h = calloc(1, sizeof(*h));
+		if (h == NULL)
+			return -ENOMEM;
+		h->owner = ow;
+		h->obj = o;
+		hh = holder_hash(ot, ow, o);
+		h->hash = hh;
+		h->hnext = ot->hbuckets[hh & ot->hmask];
+		ot->hbuckets[hh & ot->hmask] = h;
+		coffer__dl_add_tail(&ow->holds, &h->olink);
+		coffer__dl_add_tail(&o->holders, &h->blink);
+		ot->nholders++;
+		(void)grow((void ***)&ot->hbuckets, &ot->hmask, ot->nholders,
+			   offsetof(struct holder, hnext), offsetof(struct holder, hash));
+	}
+	h->count++;
+	o->refs++;
+	lru_update(ot, o);
+	return 0;
+}
+
+/* ---- waiters and the deadline heap ---- */
+
+static bool heap_less(const struct waiter *a, const struct waiter *b)
+{
+	return a->deadline < b->deadline;
+}
+
+static void heap_set(struct coffer__ot *ot, size_t i, struct waiter *w)
+{
+	ot->heap[i] = w;
+	w->heap_idx = i;
+}
+
+static void heap_up(struct coffer__ot *ot, size_t i)
+{
+	struct waiter *w = ot->heap[i];
+
+	while (i > 0 && heap_less(w, ot->heap[(i - 1) / 2])) {
+		heap_set(ot, i, ot->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	heap_set(ot, i, w);
+}
+
+static void heap_down(struct coffer__ot *ot, size_t i)
+{
+	struct waiter *w = ot->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= ot->nheap)
+			break;
+		if (c + 1 < ot->nheap && heap_less(ot->heap[c + 1], ot->heap[c]))
+			c++;
+		if (!heap_less(ot->heap[c], w))
+			break;
+		heap_set(ot, i, ot->heap[c]);
+		i = c;
+	}
+	heap_set(ot, i, w);
+}
+
+static void heap_remove(struct coffer__ot *ot, struct waiter *w)
+{
+	size_t i = w->heap_idx;
+	struct waiter *last;
+
+	if (i == SIZE_MAX)
+		return;
+	w->heap_idx = SIZE_MAX;
+	last = ot->heap[--ot->nheap];
+	if (last == w)
+		return;
+	heap_set(ot, i, last);
+	heap_down(ot, i);
+	heap_up(ot, last->heap_idx);
+}
+
+static void waiter_free(struct coffer__ot *ot, struct waiter *w)
+{
+	struct entry *e = w->e;
+
+	heap_remove(ot, w);
+	coffer__dl_del(&w->elink);
+	coffer__dl_del(&w->olink);
+	if (w->route == 0)
+		w->owner->sock_waiters--;
+	ot->nwaiters--;
+	free(w);
+	entry_maybe_free(ot, e);
+}
+
+static void fill_obj_rep(const struct coffer__ot *ot, const struct obj *o, struct coffer_rep *rep)
+{
+	rep->segment = ot->segment;
+	rep->offset = o->off;
+	rep->size = o->size;
+}
+
+/* e->cur just became SEALED: every waiter of e gets it (one reference each). */
+static void wake_waiters(struct coffer__ot *ot, struct entry *e)
+{
+	/* Waiters are freed one by one; keep the entry alive by checking cur each time. */
+	while (!coffer__dl_empty(&e->waiters)) {
+		struct waiter *w = COFFER_DL_ENTRY(e->waiters.next, struct waiter, elink);
+		struct coffer_rep rep = {.tag = w->tag};
+		struct coffer__owner *ow = w->owner;
+		uint32_t route = w->route;
+
+		rep.status = holder_add(ot, ow, e->cur);
+		if (rep.status == 0)
+			fill_obj_rep(ot, e->cur, &rep);
+		coffer__dl_del(&w->elink); /* keep e alive: cur is set */
+		coffer__dl_init(&w->elink);
+		waiter_free(ot, w);
+		ot->deliver(ot->ctx, ow, route, &rep);
+	}
+}
+
+void coffer__ot_expire(struct coffer__ot *ot, uint64_t now_us)
+{
+	while (ot->nheap > 0 && ot->heap[0]->deadline <= now_us) {
+		struct waiter *w = ot->heap[0];
+		struct coffer_rep rep = {.tag = w->tag, .status = -ENOENT};
+		struct coffer__owner *ow = w->owner;
+		uint32_t route = w->route;
+
+		waiter_free(ot, w);
+		ot->deliver(ot->ctx, ow, route, &rep);
+	}
+}
+
+uint64_t coffer__ot_next_deadline(const struct coffer__ot *ot)
+{
+	return ot->nheap > 0 ? ot->heap[0]->deadline : UINT64_MAX;
+}
+
+static int add_waiter(struct coffer__ot *ot, struct coffer__owner *ow, struct entry *e,
+		      const struct coffer_req *req, uint32_t route)
+{
+	struct waiter *w;
+
+	if (route == 0 && ow->sock_waiters >= COFFER_OT_SOCK_WAITERS_MAX)
+		return -EAGAIN;
+	if (ot->nheap == ot->heapcap && req->timeout_us > 0) {
+		size_t cap = ot->heapcap ? ot->heapcap * 2 : 64;
+		struct waiter **nh = realloc(ot->heap, cap * sizeof(*nh));
+
+		if (nh == NULL)
+			return -ENOMEM;
+		ot->heap = nh;
+		ot->heapcap = cap;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->owner = ow;
+	w->e = e;
+	w->tag = req->tag;
+	w->route = route;
+	w->heap_idx = SIZE_MAX;
+	w->deadline = UINT64_MAX;
+	coffer__dl_add_tail(&e->waiters, &w->elink);
+	coffer__dl_add_tail(&ow->waiters, &w->olink);
+	if (route == 0)
+		ow->sock_waiters++;
+	ot->nwaiters++;
+	if (req->timeout_us > 0) {
+		uint64_t t = (uint64_t)req->timeout_us;
+
+		w->deadline = coffer__now_us() + (t > (1ull << 62) ? (1ull << 62) : t);
+		ot->heap[ot->nheap] = w;
+		w->heap_idx = ot->nheap++;
+		heap_up(ot, w->heap_idx);
+	}
+	return 0;
+}
+
+/* ---- allocation with eviction ---- */
+
+static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__ablk **blk)
+{
+	uint64_t need = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
+	int rc = coffer__arena_alloc(&ot->arena, size, blk);
+
+	if (rc != -ENOMEM)
+		return rc;
+	/* Evict only if it can help: free + evictable bytes must cover the request. */
+	if (ot->arena.capacity - ot->arena.used + ot->evictable_bytes < need)
+		return -ENOMEM;
+	while (rc == -ENOMEM && !coffer__dl_empty(&ot->lru)) {
+		struct obj *o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
+		struct entry *e = o->e;
+
+		ot->evictions++;
+		ot->evicted_bytes += o->size;
+		detach_cur(ot, e, true);
+		entry_maybe_free(ot, e);
+		rc = coffer__arena_alloc(&ot->arena, size, blk);
+	}
+	return rc;
+}
+
+/* ---- operations ---- */
+
+static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
+		     struct coffer_rep *rep)
+{
+	struct entry *e = entry_find(ot, req->oid);
+	struct coffer__ablk *blk = NULL;
+	struct obj *o;
+	int rc;
+
+	if (e != NULL && e->cur != NULL) {
+		if (!(req->flags & COFFER_CREATE_REPLACE) || e->cur->state != ST_SEALED ||
+		    e->shadow != NULL)
+			return -EEXIST;
+	} else if (e != NULL && e->shadow != NULL) {
+		return -EEXIST; /* cannot happen: a shadow is promoted when cur leaves */
+	}
+	if (req->size > ot->arena.capacity)
+		return -E2BIG;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return -ENOMEM;
+	if (req->size > 0) {
+		rc = alloc_evicting(ot, req->size, &blk);
+		if (rc != 0) {
+			free(o);
+			return rc;
+		}
+	}
+	/* Eviction may have removed e (or e->cur): look it up again. */
+	e = entry_get(ot, req->oid);
+	if (e == NULL) {
+		if (blk != NULL)
+			coffer__arena_free(&ot->arena, blk);
+		free(o);
+		return -ENOMEM;
+	}
+	coffer__dl_init(&o->lru);
+	coffer__dl_init(&o->olink);
+	coffer__dl_init(&o->clink);
+	coffer__dl_init(&o->holders);
+	o->e = e;
+	o->state = ST_CREATED;
+	o->size = req->size;
+	o->blk = blk;
+	o->off = blk != NULL ? blk->off : 0;
+	o->creator = ow;
+	ot->ncreated++;
+	if (e->cur != NULL) {
+		o->where = AT_SHADOW;
+		e->shadow = o;
+	} else {
+		o->where = AT_CUR;
+		e->cur = o;
+	}
+	rc = holder_add(ot, ow, o);
+	if (rc != 0) {
+		if (o->where == AT_SHADOW)
+			e->shadow = NULL;
+		else
+			e->cur = NULL;
+		obj_free(ot, o);
+		entry_maybe_free(ot, e);
+		return rc;
+	}
+	coffer__dl_add_tail(&ow->created, &o->clink);
+	fill_obj_rep(ot, o, rep);
+	rep->size = 0;
+	return 0;
+}
+
+/* The caller's unsealed object of @e, or NULL with *err saying why. */
+static struct obj *own_unsealed(struct entry *e, struct coffer__owner *ow, int *err)
+{
+	if (e == NULL) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	if (e->shadow != NULL && e->shadow->creator == ow)
+		return e->shadow;
+	if (e->cur != NULL && e->cur->state == ST_CREATED) {
+		if (e->cur->creator == ow)
+			return e->cur;
+		*err = -EPERM;
+		return NULL;
+	}
+	if (e->shadow != NULL) {
+		*err = -EPERM;
+		return NULL;
+	}
+	*err = e->cur != NULL ? -EALREADY : -ENOENT;
+	return NULL;
+}
+
+static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req)
+{
+	struct entry *e = entry_find(ot, req->oid);
+	struct obj *o;
+	int err = 0;
+
+	o = own_unsealed(e, ow, &err);
+	if (o == NULL)
+		return err;
+	if (o->where == AT_SHADOW) {
+		detach_cur(ot, e, false);
+		e->shadow = NULL;
+		e->cur = o;
+		o->where = AT_CUR;
+	}
+	o->state = ST_SEALED;
+	o->creator = NULL;
+	coffer__dl_del(&o->clink);
+	ot->ncreated--;
+	ot->nsealed++;
+	if (req->flags & COFFER_SEAL_RELEASE) {
+		struct holder *h = holder_find(ot, ow, o);
+
+		if (h != NULL)
+			holder_put(ot, h, 1);
+	}
+	lru_update(ot, o);
+	wake_waiters(ot, e);
+	return 0;
+}
+
+static int op_abort(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req)
+{
+	struct entry *e = entry_find(ot, req->oid);
+	struct obj *o;
+	int err = 0;
+
+	o = own_unsealed(e, ow, &err);
+	if (o == NULL)
+		return err;
+	if (o->where == AT_SHADOW)
+		e->shadow = NULL;
+	else
+		e->cur = NULL;
+	obj_free(ot, o);
+	entry_maybe_free(ot, e);
+	return 0;
+}
+
+static int op_get(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
+		  uint32_t route, struct coffer_rep *rep)
+{
+	struct entry *e = entry_find(ot, req->oid);
+	int rc;
+
+	if (e != NULL && e->cur != NULL && e->cur->state == ST_SEALED) {
+		struct obj *o = e->cur;
+
+		rc = holder_add(ot, ow, o);
+		if (rc != 0)
+			return rc;
+		fill_obj_rep(ot, o, rep);
+		return 1;
+	}
+	if (req->timeout_us == 0)
+		return -ENOENT;
+	e = entry_get(ot, req->oid);
+	if (e == NULL)
+		return -ENOMEM;
+	rc = add_waiter(ot, ow, e, req, route);
+	if (rc != 0) {
+		entry_maybe_free(ot, e);
+		return rc;
+	}
+	return 0;
+}
+
+static int op_release(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req)
+{
+	struct entry *e = entry_find(ot, req->oid);
+	bool by_off = (req->flags & COFFER_RELEASE_BY_OFFSET) != 0;
+	struct holder *h = NULL;
+	struct coffer__dl *p;
+
+	if (e == NULL)
+		return -ENOENT;
+	if (e->cur != NULL && (!by_off || e->cur->off == req->size))
+		h = holder_find(ot, ow, e->cur);
+	if (h == NULL && e->shadow != NULL && (!by_off || e->shadow->off == req->size))
+		h = holder_find(ot, ow, e->shadow);
+	for (p = e->old.next; h == NULL && p != &e->old; p = p->next) {
+		struct obj *o = COFFER_DL_ENTRY(p, struct obj, olink);
+
+		if (!by_off || o->off == req->size)
+			h = holder_find(ot, ow, o);
+	}
+	if (h == NULL)
+		return -ENOENT;
+	holder_put(ot, h, 1);
+	return 0;
+}
+
+static int op_delete(struct coffer__ot *ot, const struct coffer_req *req)
+{
+	struct entry *e = entry_find(ot, req->oid);
+
+	if (e == NULL || e->cur == NULL)
+		return -ENOENT;
+	if (e->cur->state != ST_SEALED)
+		return -EBUSY;
+	detach_cur(ot, e, true);
+	entry_maybe_free(ot, e);
+	return 0;
+}
+
+int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
+		    uint32_t route, struct coffer_rep *rep)
+{
+	struct entry *e;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->tag = req->tag;
+	switch (req->op) {
+	case COFFER_OP_CREATE:
+		rc = op_create(ot, ow, req, rep);
+		break;
+	case COFFER_OP_SEAL:
+		rc = op_seal(ot, ow, req);
+		break;
+	case COFFER_OP_ABORT:
+		rc = op_abort(ot, ow, req);
+		break;
+	case COFFER_OP_GET:
+		rc = op_get(ot, ow, req, route, rep);
+		if (rc == 0)
+			return 0; /* waits */
+		if (rc == 1)
+			rc = 0;
+		break;
+	case COFFER_OP_RELEASE:
+		rc = op_release(ot, ow, req);
+		break;
+	case COFFER_OP_DELETE:
+		rc = op_delete(ot, req);
+		break;
+	case COFFER_OP_CONTAINS:
+		e = entry_find(ot, req->oid);
+		rep->size = e != NULL && e->cur != NULL && e->cur->state == ST_SEALED;
+		rc = 0;
+		break;
+	default:
+		rc = -EINVAL;
+		break;
+	}
+	rep->status = rc;
+	if (rc != 0) {
+		rep->segment = 0;
+		rep->offset = 0;
+		rep->size = 0;
+	}
+	return 1;
+}
+
+void coffer__ot_owner_init(struct coffer__owner *o)
+{
+	memset(o, 0, sizeof(*o));
+	coffer__dl_init(&o->holds);
+	coffer__dl_init(&o->created);
+	coffer__dl_init(&o->waiters);
+}
+
+void coffer__ot_drop_route(struct coffer__ot *ot, struct coffer__owner *o, uint32_t route)
+{
+	struct coffer__dl *p, *n;
+
+	for (p = o->waiters.next; p != &o->waiters; p = n) {
+		struct waiter *w = COFFER_DL_ENTRY(p, struct waiter, olink);
+
+		n = p->next;
+		if (w->route == route)
+			waiter_free(ot, w);
+	}
+}
+
+void coffer__ot_owner_gone(struct coffer__ot *ot, struct coffer__owner *o)
+{
+	while (!coffer__dl_empty(&o->waiters))
+		waiter_free(ot, COFFER_DL_ENTRY(o->waiters.next, struct waiter, olink));
+	while (!coffer__dl_empty(&o->created)) {
+		struct obj *x = COFFER_DL_ENTRY(o->created.next, struct obj, clink);
+		struct entry *e = x->e;
+
+		if (x->where == AT_SHADOW) {
+			e->shadow = NULL;
+		} else {
+			e->cur = NULL;
+		}
+		/* An unsealed object is referenced by its creator only (gets never return
+		 * it), so freeing it drops nobody else's reference. */
+		obj_free(ot, x);
+		entry_maybe_free(ot, e);
+	}
+	while (!coffer__dl_empty(&o->holds)) {
+		struct holder *h = COFFER_DL_ENTRY(o->holds.next, struct holder, olink);
+
+		holder_put(ot, h, h->count);
+	}
+}
+
+int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segment,
+		      coffer__ot_deliver_fn deliver, void *ctx)
+{
+	struct coffer__ot *ot = calloc(1, sizeof(*ot));
+	int rc;
+
+	if (ot == NULL)
+		return -ENOMEM;
+	rc = coffer__arena_init(&ot->arena, capacity);
+	if (rc != 0) {
+		free(ot);
+		return rc;
+	}
+	ot->emask = ot->hmask = 1023;
+	ot->ebuckets = calloc(ot->emask + 1, sizeof(*ot->ebuckets));
+	ot->hbuckets = calloc(ot->hmask + 1, sizeof(*ot->hbuckets));
+	if (ot->ebuckets == NULL || ot->hbuckets == NULL) {
+		coffer__ot_destroy(ot);
+		return -ENOMEM;
+	}
+	if (getrandom(ot->seed, sizeof(ot->seed), 0) != sizeof(ot->seed)) {
+		ot->seed[0] = coffer__now_us();
+		ot->seed[1] = (uint64_t)(uintptr_t)ot;
+	}
+	coffer__dl_init(&ot->lru);
+	ot->segment = segment;
+	ot->deliver = deliver;
+	ot->ctx = ctx;
+	*out = ot;
+	return 0;
+}
+
+void coffer__ot_destroy(struct coffer__ot *ot)
+{
+	size_t i;
+
+	if (ot == NULL)
+		return;
+	/* Owners are gone, so only unreferenced sealed objects remain: all on the LRU. */
+	while (!coffer__dl_empty(&ot->lru)) {
+		struct obj *o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
+		struct entry *e = o->e;
+
+		detach_cur(ot, e, true);
+		entry_maybe_free(ot, e);
+	}
+	for (i = 0; ot->ebuckets != NULL && i <= ot->emask; i++)
+		while (ot->ebuckets[i] != NULL) {
+			struct entry *e = ot->ebuckets[i];
+
+			ot->ebuckets[i] = e->hnext;
+			free(e); /* only reached if an owner was not released: tests catch it */
+		}
+	free(ot->ebuckets);
+	free(ot->hbuckets);
+	free(ot->heap);
+	coffer__arena_fini(&ot->arena);
+	free(ot);
+}
+
+void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
+{
+	st->capacity = ot->arena.capacity;
+	st->used = ot->arena.used;
+	st->objects_created = ot->ncreated;
+	st->objects_sealed = ot->nsealed;
+	st->evictions = ot->evictions;
+	st->evicted_bytes = ot->evicted_bytes;
+	st->waiters = ot->nwaiters;
+	st->entries = ot->nentries;
+	st->holders = ot->nholders;
+}
+
+int coffer__ot_check(const struct coffer__ot *ot)
+{
+	uint64_t evictable = 0;
+	struct coffer__dl *p;
+
+	if (coffer__arena_check(&ot->arena) != 0)
+		return -EFAULT;
+	for (p = ot->lru.next; p != &ot->lru; p = p->next) {
+		struct obj *o = COFFER_DL_ENTRY(p, struct obj, lru);
+
+		if (o->refs != 0 || o->state != ST_SEALED || o->where != AT_CUR || o->e->cur != o)
+			return -EFAULT;
+		evictable += o->blk != NULL ? o->blk->size : 0;
+	}
+	if (evictable != ot->evictable_bytes || ot->arena.used > ot->arena.capacity)
+		return -EFAULT;
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/stat.c - coffer-stat: ask a running coffer-store for its statistics (QUERY) and
+ * print them as a table or JSON. Speaks the raw protocol (runtime/proto.h): QUERY needs no
+ * HELLO, so no arena fd is passed to this tool.
+ * Exit status: 0 ok, 1 store unreachable or protocol error, 2 bad command line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/proto_util.h"
+
+static const char usage[] = "usage: coffer-stat [-s SOCKET] [--json] [--help]\n"
+			    "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
+			    "  --json               one JSON object instead of a table\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_store_info)];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct coffer_store_info info;
+	struct coffer_msg_hdr h;
+	unsigned int nfds;
+	char path[108];
+	int c, json = 0, fd;
+	long n;
+
+	opterr = 0;
+	path[0] = '\0';
+	while ((c = getopt_long(argc, argv, ":s:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (strlen(optarg) >= sizeof(path) || optarg[0] == '\0') {
+				fprintf(stderr, "coffer-stat: bad -s SOCKET '%s'\n", optarg);
+				return 2;
+			}
+			strcpy(path, optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "coffer-stat: bad option '%s' (try --help)\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "coffer-stat: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (path[0] == '\0' && coffer__default_socket_path(path, sizeof(path)) != 0) {
+		fprintf(stderr, "coffer-stat: default socket path too long; give -s\n");
+		return 2;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "coffer-stat: cannot connect to %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	if (coffer__send_fds(fd, &h, sizeof(h), NULL, 0, 0) < 0) {
+		fprintf(stderr, "coffer-stat: send: %s\n", strerror(errno));
+		return 1;
+	}
+	n = coffer__recv_fds(fd, buf, sizeof(buf), NULL, &nfds, 0, 0);
+	close(fd);
+	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
+	    h.type != COFFER_MSG_QUERY_REPLY) {
+		fprintf(stderr, "coffer-stat: bad or no reply from %s\n", path);
+		return 1;
+	}
+	memcpy(&info, buf + sizeof(h), sizeof(info));
+	if (json) {
+		printf("{\"socket\":\"%s\",\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+		       ",\"objects_created\":%" PRIu64 ",\"objects_sealed\":%" PRIu64
+		       ",\"clients\":%" PRIu64 ",\"evictions\":%" PRIu64
+		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"version\":%u}\n",
+		       path, info.capacity_bytes, info.used_bytes, info.objects_created,
+		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
+		       info.hugepages ? "true" : "false", info.version);
+		return 0;
+	}
+	printf("%-18s %s\n", "socket", path);
+	printf("%-18s %" PRIu64 "\n", "capacity_bytes", info.capacity_bytes);
+	printf("%-18s %" PRIu64 " (%.1f%%)\n", "used_bytes", info.used_bytes,
+	       info.capacity_bytes ? 100.0 * (double)info.used_bytes / (double)info.capacity_bytes
+				   : 0.0);
+	printf("%-18s %" PRIu64 "\n", "objects_created", info.objects_created);
+	printf("%-18s %" PRIu64 "\n", "objects_sealed", info.objects_sealed);
+	printf("%-18s %" PRIu64 "\n", "clients", info.clients);
+	printf("%-18s %" PRIu64 "\n", "evictions", info.evictions);
+	printf("%-18s %" PRIu64 "\n", "evicted_bytes", info.evicted_bytes);
+	printf("%-18s %s\n", "hugepages", info.hugepages ? "yes" : "no");
+	printf("%-18s %u\n", "protocol_version", info.version);
+	return 0;
+}

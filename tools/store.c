@@ -1,0 +1,1097 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/store.c - coffer-store's server: the listening socket, client sessions, channels
+ * (shared-memory request/reply rings) and the single-threaded epoll event loop.
+ *
+ * Design note.
+ * - One thread does everything, so the object table needs no locks; the only memory shared
+ *   with other processes is the arena (never read by the store) and the channel segments.
+ * - Channel rings (layout and handshake in runtime/proto.h): the store is the consumer of
+ *   the request ring and the producer of the reply ring. It keeps its own req_cons,
+ *   rep_prod, rep_cons and the ring size in private memory; from shared memory it reads only
+ *   req.prod (acquire: pairs with the client's release store after writing entries),
+ *   rep.cons (acquire: pairs with the client's release store after copying replies out) and
+ *   rep.consumer_sleeping (relaxed, after a seq_cst fence: the Dekker handshake in
+ *   proto.h). It copies each request entry to private memory before validating it. Indices
+ *   that make no sense (prod - cons > entries; reply cons moving backwards or past prod)
+ *   close that client only.
+ * - Reply space is reserved when a request is taken: a request is taken only while
+ *   (rep_prod - rep_cons) + waiting < entries, so a deferred get reply always finds a slot
+ *   and the store never queues ring replies in its own memory (back-pressure instead).
+ * - Fairness: each round takes at most `budget` requests per channel and at most 16 socket
+ *   messages per client, round-robin over all channels.
+ * - Sleep: after activity the loop polls for spin_us, then sets every request ring's
+ *   consumer_sleeping = 1, fences (seq_cst), re-checks every prod, and sleeps in
+ *   epoll_wait (timeout = next get deadline). Clients ring the request doorbell (an eventfd
+ *   registered edge-triggered, so the store never reads it and a client cannot make a read
+ *   block) only when they see the flag. Idle store: 0% CPU.
+ * - Sessions are killed only at safe points (reap()), never from inside the object table's
+ *   callbacks, and every fd is removed from epoll before close (a channel's eventfd is
+ *   shared with the client, so close alone would leave it registered).
+ * - Nothing a client sends can make the store block, fault or write to a freed session:
+ *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, its
+ *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
+ * Source: Plasma store's event loop (plasma/store.cc), libuv's EMFILE reserve-fd trick,
+ * virtio's event-index idea for doorbells.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/proto_util.h"
+#include "tools/list.h"
+#include "tools/log.h"
+#include "tools/objtab.h"
+#include "tools/shm.h"
+#include "tools/store.h"
+
+enum { K_LISTEN = 1, K_SIGNAL = 2, K_SESS = 3, K_DOORBELL = 4 };
+
+#define SOCK_MSGS_PER_ROUND 16
+#define ACCEPTS_PER_ROUND   64
+
+struct sess;
+
+struct chan {
+	int kind; /* K_DOORBELL: first member, epoll data points here */
+	struct sess *s;
+	uint32_t id;
+	int memfd, req_efd, rep_efd;
+	void *map;
+	size_t map_bytes;
+	struct coffer_chan_shm *shm;
+	struct coffer_req *reqs;
+	struct coffer_rep *reps;
+	uint32_t entries, mask;
+	uint32_t req_cons, rep_prod, rep_cons, rep_published;
+	uint32_t waiting;
+	int dirty;
+	struct coffer__dl dirty_link, link;
+};
+
+struct outmsg {
+	struct coffer__dl link;
+	size_t len;
+	unsigned int nfds;
+	int fds[2];
+	unsigned char buf[];
+};
+
+struct sess {
+	int kind; /* K_SESS */
+	struct coffer__owner owner;
+	int fd;
+	int hello, doomed, epollout;
+	pid_t pid;
+	uid_t uid;
+	struct chan *chans[COFFER_CHANNELS_MAX];
+	struct coffer__dl outq;
+	struct coffer_rep sock_reps[COFFER_MSG_BATCH_MAX];
+	unsigned int nsock_reps;
+	int dirty;
+	struct coffer__dl dirty_link, link;
+};
+
+struct store {
+	const struct coffer__store_cfg *cfg;
+	struct coffer__shm shm;
+	struct coffer__ot *ot;
+	int epfd, lfd, sigfd, reserve_fd;
+	int lkind, sigkind;
+	int listen_paused;
+	uint64_t resume_listen_us;
+	int stop;
+	int sleeping;
+	uint64_t nclients;
+	struct coffer__dl sessions, chans, dirty_chans, dirty_sess;
+	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
+};
+
+/* ---------------------------------------------------------------- sending */
+
+static void doom(struct sess *s, const char *why)
+{
+	if (!s->doomed)
+		COFFER_LOG(COFFER_LOG_INFO, "client pid %d: closing (%s)", (int)s->pid, why);
+	s->doomed = 1;
+}
+
+static void set_events(struct store *st, struct sess *s)
+{
+	struct epoll_event ev = {.events = s->epollout ? EPOLLOUT : EPOLLIN, .data.ptr = &s->kind};
+
+	(void)epoll_ctl(st->epfd, EPOLL_CTL_MOD, s->fd, &ev);
+}
+
+static void sess_send(struct store *st, struct sess *s, const void *buf, size_t len, const int *fds,
+		      unsigned int nfds)
+{
+	struct outmsg *m;
+	long rc;
+
+	if (s->doomed)
+		return;
+	if (coffer__dl_empty(&s->outq)) {
+		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
+		if (rc >= 0)
+			return;
+		if (rc != -EAGAIN) {
+			doom(s, "send failed");
+			return;
+		}
+	}
+	m = malloc(sizeof(*m) + len);
+	if (m == NULL) {
+		doom(s, "out of memory queueing a reply");
+		return;
+	}
+	m->len = len;
+	m->nfds = nfds;
+	memcpy(m->fds, fds, nfds * sizeof(int));
+	memcpy(m->buf, buf, len);
+	coffer__dl_add_tail(&s->outq, &m->link);
+	if (!s->epollout) {
+		/* Stop reading this client until it reads its replies (back-pressure). */
+		s->epollout = 1;
+		set_events(st, s);
+	}
+}
+
+static void sess_flush_outq(struct store *st, struct sess *s)
+{
+	while (!coffer__dl_empty(&s->outq) && !s->doomed) {
+		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
+		long rc = coffer__send_fds(s->fd, m->buf, m->len, m->fds, m->nfds, MSG_DONTWAIT);
+
+		if (rc == -EAGAIN)
+			return;
+		if (rc < 0) {
+			doom(s, "send failed");
+			return;
+		}
+		coffer__dl_del(&m->link);
+		free(m);
+	}
+	if (s->epollout && !s->doomed) {
+		s->epollout = 0;
+		set_events(st, s);
+	}
+}
+
+static void send_simple(struct store *st, struct sess *s, uint16_t type, const void *body,
+			size_t blen, const int *fds, unsigned int nfds)
+{
+	unsigned char buf[sizeof(struct coffer_msg_hdr) + 128];
+	struct coffer_msg_hdr h;
+
+	coffer__msg_hdr_init(&h, type, 0, (uint32_t)(sizeof(h) + blen));
+	memcpy(buf, &h, sizeof(h));
+	if (blen > 0)
+		memcpy(buf + sizeof(h), body, blen);
+	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds);
+}
+
+/* ERROR message; @fatal closes the client after it (protocol violations). */
+static void send_error(struct store *st, struct sess *s, int status, int fatal, const char *fmt,
+		       ...) __attribute__((format(printf, 5, 6)));
+static void send_error(struct store *st, struct sess *s, int status, int fatal, const char *fmt,
+		       ...)
+{
+	struct coffer_msg_error e;
+	va_list ap;
+
+	memset(&e, 0, sizeof(e));
+	e.status = status;
+	va_start(ap, fmt);
+	vsnprintf(e.message, sizeof(e.message), fmt, ap);
+	va_end(ap);
+	if (fatal) {
+		COFFER_LOG(COFFER_LOG_WARN, "client pid %d: %s", (int)s->pid, e.message);
+		/* Best effort, never queued: the client is closed right after. */
+		if (!s->doomed) {
+			unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(e)];
+			struct coffer_msg_hdr h;
+
+			coffer__msg_hdr_init(&h, COFFER_MSG_ERROR, 0, sizeof(buf));
+			memcpy(buf, &h, sizeof(h));
+			memcpy(buf + sizeof(h), &e, sizeof(e));
+			(void)coffer__send_fds(s->fd, buf, sizeof(buf), NULL, 0, MSG_DONTWAIT);
+		}
+		doom(s, e.message);
+		return;
+	}
+	send_simple(st, s, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0);
+}
+
+static void flush_sock_reps(struct store *st, struct sess *s)
+{
+	unsigned char
+	    buf[sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_rep)];
+	struct coffer_msg_hdr h;
+	size_t len;
+
+	if (s->nsock_reps == 0)
+		return;
+	len = sizeof(h) + s->nsock_reps * sizeof(struct coffer_rep);
+	coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, s->nsock_reps, (uint32_t)len);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), s->sock_reps, s->nsock_reps * sizeof(struct coffer_rep));
+	s->nsock_reps = 0;
+	sess_send(st, s, buf, len, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- channels */
+
+static void chan_mark_dirty(struct store *st, struct chan *c)
+{
+	if (!c->dirty) {
+		c->dirty = 1;
+		coffer__dl_add_tail(&st->dirty_chans, &c->dirty_link);
+	}
+}
+
+/* Publish the reply ring; ring the client's doorbell only if it sleeps. */
+static void chan_publish(struct chan *c)
+{
+	uint64_t one = 1;
+
+	if (c->rep_published == c->rep_prod)
+		return;
+	c->rep_published = c->rep_prod;
+	/* release: pairs with the client's acquire load of rep.prod before reading entries */
+	__atomic_store_n(&c->shm->rep.prod, c->rep_prod, __ATOMIC_RELEASE);
+	/* seq_cst fence: orders the prod store before the flag load (Dekker handshake with
+	 * the client's flag store + fence + prod re-check; proto.h). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->shm->rep.consumer_sleeping, __ATOMIC_RELAXED) != 0)
+		(void)!write(c->rep_efd, &one, sizeof(one)); /* EAGAIN: already signalled */
+}
+
+static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
+		    const struct coffer_rep *rep)
+{
+	struct store *st = ctx;
+	struct sess *s = COFFER_DL_ENTRY(ow, struct sess, owner);
+
+	if (s->doomed)
+		return;
+	if (route == 0) {
+		s->sock_reps[s->nsock_reps++] = *rep;
+		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
+			flush_sock_reps(st, s);
+		if (!s->dirty) {
+			s->dirty = 1;
+			coffer__dl_add_tail(&st->dirty_sess, &s->dirty_link);
+		}
+		return;
+	}
+	if (route - 1 < COFFER_CHANNELS_MAX && s->chans[route - 1] != NULL) {
+		struct chan *c = s->chans[route - 1];
+
+		/* A slot was reserved when the get was taken from the ring. */
+		memcpy(&c->reps[c->rep_prod & c->mask], rep, sizeof(*rep));
+		c->rep_prod++;
+		c->waiting--;
+		chan_mark_dirty(st, c);
+	}
+}
+
+static void exec_one(struct store *st, struct sess *s, const struct coffer_req *req, uint32_t route,
+		     struct coffer_rep *rep, int *immediate)
+{
+	int rc = coffer__req_check(req);
+
+	if (rc != 0) {
+		memset(rep, 0, sizeof(*rep));
+		rep->tag = req->tag;
+		rep->status = rc;
+		*immediate = 1;
+		return;
+	}
+	*immediate = coffer__ot_exec(st->ot, &s->owner, req, route, rep);
+}
+
+/* Take up to @budget requests from @c's ring. Return: how many. */
+static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget)
+{
+	uint32_t prod, cons;
+	unsigned int n = 0;
+	struct sess *s = c->s;
+
+	/* acquire: pairs with the client's release store of req.prod after writing entries */
+	prod = __atomic_load_n(&c->shm->req.prod, __ATOMIC_ACQUIRE);
+	if (prod == c->req_cons)
+		return 0;
+	if (!coffer__ring_ok(prod, c->req_cons, c->entries)) {
+		send_error(st, s, -EPROTO, 1, "channel %u: request ring prod %u cons %u corrupt",
+			   c->id, prod, c->req_cons);
+		return 0;
+	}
+	/* acquire: pairs with the client's release store of rep.cons after copying out */
+	cons = __atomic_load_n(&c->shm->rep.cons, __ATOMIC_ACQUIRE);
+	if ((uint32_t)(cons - c->rep_cons) > (uint32_t)(c->rep_prod - c->rep_cons)) {
+		send_error(st, s, -EPROTO, 1, "channel %u: reply ring cons %u outside [%u, %u]",
+			   c->id, cons, c->rep_cons, c->rep_prod);
+		return 0;
+	}
+	c->rep_cons = cons;
+	while (c->req_cons != prod && n < budget && !s->doomed &&
+	       (uint32_t)(c->rep_prod - c->rep_cons) + c->waiting < c->entries) {
+		struct coffer_req req;
+		struct coffer_rep rep;
+		int imm;
+
+		memcpy(&req, &c->reqs[c->req_cons & c->mask], sizeof(req)); /* copy, then trust */
+		c->req_cons++;
+		n++;
+		exec_one(st, s, &req, c->id + 1, &rep, &imm);
+		if (imm) {
+			memcpy(&c->reps[c->rep_prod & c->mask], &rep, sizeof(rep));
+			c->rep_prod++;
+		} else {
+			c->waiting++;
+		}
+	}
+	if (n > 0) {
+		/* release: the client may reuse the slots once it sees cons (we copied them) */
+		__atomic_store_n(&c->shm->req.cons, c->req_cons, __ATOMIC_RELEASE);
+		chan_mark_dirty(st, c);
+	}
+	return n;
+}
+
+static void chan_close(struct store *st, struct chan *c)
+{
+	struct sess *s = c->s;
+
+	coffer__ot_drop_route(st->ot, &s->owner, c->id + 1);
+	s->chans[c->id] = NULL;
+	coffer__dl_del(&c->link);
+	if (c->dirty)
+		coffer__dl_del(&c->dirty_link);
+	(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, c->req_efd, NULL);
+	close(c->req_efd);
+	close(c->rep_efd);
+	close(c->memfd);
+	munmap(c->map, c->map_bytes);
+	free(c);
+}
+
+static int is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return 0;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep_efd,
+		     struct coffer_chan_open_reply *r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	struct epoll_event ev;
+	struct chan *c;
+	uint32_t id;
+	int fl;
+
+	for (id = 0; id < COFFER_CHANNELS_MAX && s->chans[id] != NULL; id++)
+		;
+	if (id == COFFER_CHANNELS_MAX)
+		return -EMFILE;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->kind = K_DOORBELL;
+	c->s = s;
+	c->id = id;
+	c->entries = entries;
+	c->mask = entries - 1;
+	c->memfd = c->req_efd = -1;
+	r->channel_id = id;
+	r->ring_entries = entries;
+	r->req_off = sizeof(struct coffer_chan_shm);
+	r->rep_off = r->req_off + (uint64_t)entries * sizeof(struct coffer_req);
+	bytes = (size_t)(r->rep_off + (uint64_t)entries * sizeof(struct coffer_rep));
+	bytes = (bytes + page - 1) / page * page;
+	r->shm_bytes = bytes;
+	c->map_bytes = bytes;
+	c->memfd = memfd_create("coffer-chan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (c->memfd < 0)
+		goto fail;
+	if (ftruncate(c->memfd, (off_t)bytes) != 0)
+		goto fail;
+	/* A client must not shrink the segment under the store (SIGBUS in the store). */
+	if (fcntl(c->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		goto fail;
+	c->map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, c->memfd, 0);
+	if (c->map == MAP_FAILED) {
+		c->map = NULL;
+		goto fail;
+	}
+	c->shm = c->map;
+	c->reqs = (struct coffer_req *)((char *)c->map + r->req_off);
+	c->reps = (struct coffer_rep *)((char *)c->map + r->rep_off);
+	c->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->req_efd < 0)
+		goto fail;
+	/* Edge-triggered: every client write is one wake-up; the store never reads it. */
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.ptr = &c->kind;
+	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, c->req_efd, &ev) != 0)
+		goto fail;
+	fl = fcntl(rep_efd, F_GETFL);
+	if (fl < 0 || fcntl(rep_efd, F_SETFL, fl | O_NONBLOCK) != 0) {
+		(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, c->req_efd, NULL);
+		goto fail;
+	}
+	c->rep_efd = rep_efd;
+	coffer__dl_init(&c->dirty_link);
+	coffer__dl_add_tail(&st->chans, &c->link);
+	s->chans[id] = c;
+	return 0;
+fail:
+	fl = errno == EMFILE || errno == ENFILE ? -EMFILE : -ENOMEM;
+	if (c->req_efd >= 0)
+		close(c->req_efd);
+	if (c->map != NULL)
+		munmap(c->map, c->map_bytes);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	free(c);
+	return fl;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+static void handle_channel_open(struct store *st, struct sess *s, const unsigned char *body,
+				int *fds, unsigned int nfds)
+{
+	struct coffer_chan_open req;
+	struct coffer_chan_open_reply rep;
+	int rc, out[2];
+
+	memcpy(&req, body, sizeof(req));
+	if (nfds != 1) {
+		send_error(st, s, -EINVAL, 0, "CHANNEL_OPEN needs exactly one eventfd");
+		return;
+	}
+	if (req.ring_entries == 0)
+		req.ring_entries = COFFER_RING_ENTRIES_DEFAULT;
+	if (req.rsvd != 0 || req.ring_entries < COFFER_RING_ENTRIES_MIN ||
+	    req.ring_entries > COFFER_RING_ENTRIES_MAX ||
+	    (req.ring_entries & (req.ring_entries - 1)) != 0) {
+		close(fds[0]);
+		send_error(st, s, -EINVAL, 0,
+			   "CHANNEL_OPEN: ring_entries must be a power of two "
+			   "in [%u, %u]",
+			   COFFER_RING_ENTRIES_MIN, COFFER_RING_ENTRIES_MAX);
+		return;
+	}
+	if (!is_eventfd(fds[0])) {
+		close(fds[0]);
+		send_error(st, s, -EINVAL, 0, "CHANNEL_OPEN: the passed fd is not an eventfd");
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rc = chan_open(st, s, req.ring_entries, fds[0], &rep);
+	if (rc != 0) {
+		close(fds[0]);
+		send_error(st, s, rc, 0, "CHANNEL_OPEN failed: %s", strerror(-rc));
+		return;
+	}
+	out[0] = s->chans[rep.channel_id]->memfd;
+	out[1] = s->chans[rep.channel_id]->req_efd;
+	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), out, 2);
+}
+
+static void fill_info(struct store *st, struct coffer_store_info *info)
+{
+	struct coffer__ot_stats ots;
+
+	coffer__ot_stats(st->ot, &ots);
+	memset(info, 0, sizeof(*info));
+	info->capacity_bytes = ots.capacity;
+	info->used_bytes = ots.used;
+	info->objects_created = ots.objects_created;
+	info->objects_sealed = ots.objects_sealed;
+	info->clients = st->nclients;
+	info->evictions = ots.evictions;
+	info->evicted_bytes = ots.evicted_bytes;
+	info->hugepages = (uint32_t)st->shm.hugepages;
+	info->version = COFFER_PROTO_VERSION;
+}
+
+static void handle_request(struct store *st, struct sess *s, const unsigned char *body,
+			   uint32_t count)
+{
+	unsigned char
+	    buf[sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_rep)];
+	struct coffer_rep *reps = (struct coffer_rep *)(buf + sizeof(struct coffer_msg_hdr));
+	struct coffer_msg_hdr h;
+	uint32_t i, nrep = 0;
+
+	for (i = 0; i < count && !s->doomed; i++) {
+		struct coffer_req req;
+		struct coffer_rep rep;
+		int imm;
+
+		memcpy(&req, body + (size_t)i * sizeof(req), sizeof(req));
+		exec_one(st, s, &req, 0, &rep, &imm);
+		if (imm)
+			memcpy(&reps[nrep++], &rep, sizeof(rep));
+	}
+	if (nrep == 0)
+		return;
+	coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, nrep,
+			     (uint32_t)(sizeof(h) + nrep * sizeof(struct coffer_rep)));
+	memcpy(buf, &h, sizeof(h));
+	sess_send(st, s, buf, sizeof(h) + nrep * sizeof(struct coffer_rep), NULL, 0);
+}
+
+static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, unsigned int nfds)
+{
+	const unsigned char *body = st->rbuf + sizeof(struct coffer_msg_hdr);
+	struct coffer_msg_hdr h;
+	unsigned int i;
+	int rc;
+
+	rc = coffer__msg_check(st->rbuf, len, &h);
+	if (rc == 0 && nfds > 0 && h.type != COFFER_MSG_CHANNEL_OPEN)
+		rc = -EBADMSG;
+	if (rc != 0) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (rc == -EPROTONOSUPPORT)
+			send_error(st, s, rc, 1,
+				   "protocol version %u not supported (this store speaks %u)",
+				   (unsigned int)h.version, COFFER_PROTO_VERSION);
+		else if (rc == -EBADMSG)
+			send_error(st, s, -EPROTO, 1, "unexpected file descriptors with message %u",
+				   (unsigned int)h.type);
+		else
+			send_error(st, s, -EPROTO, 1, "malformed message (%zu bytes)", len);
+		return;
+	}
+	if (!s->hello && h.type != COFFER_MSG_HELLO && h.type != COFFER_MSG_QUERY) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		send_error(st, s, -EPROTO, 1, "message %u before HELLO", (unsigned int)h.type);
+		return;
+	}
+	switch (h.type) {
+	case COFFER_MSG_HELLO: {
+		struct coffer_hello_reply r = {
+		    .segment = st->shm.segment,
+		    .hugepages = (uint32_t)st->shm.hugepages,
+		    .arena_bytes = st->shm.size,
+		    .max_channels = COFFER_CHANNELS_MAX,
+		    .max_ring_entries = COFFER_RING_ENTRIES_MAX,
+		};
+
+		if (s->hello) {
+			send_error(st, s, -EPROTO, 1, "HELLO sent twice");
+			return;
+		}
+		s->hello = 1;
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), &st->shm.fd, 1);
+		return;
+	}
+	case COFFER_MSG_CHANNEL_OPEN:
+		handle_channel_open(st, s, body, fds, nfds);
+		return;
+	case COFFER_MSG_CHANNEL_CLOSE: {
+		struct coffer_chan_close cc;
+
+		memcpy(&cc, body, sizeof(cc));
+		if (cc.rsvd != 0 || cc.channel_id >= COFFER_CHANNELS_MAX ||
+		    s->chans[cc.channel_id] == NULL) {
+			send_error(st, s, cc.rsvd != 0 ? -EINVAL : -ENOENT, 0,
+				   "CHANNEL_CLOSE: no channel %u", cc.channel_id);
+			return;
+		}
+		chan_close(st, s->chans[cc.channel_id]);
+		send_simple(st, s, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0);
+		return;
+	}
+	case COFFER_MSG_REQUEST:
+		handle_request(st, s, body, h.count);
+		return;
+	case COFFER_MSG_QUERY: {
+		struct coffer_store_info info;
+
+		fill_info(st, &info);
+		send_simple(st, s, COFFER_MSG_QUERY_REPLY, &info, sizeof(info), NULL, 0);
+		return;
+	}
+	default:
+		send_error(st, s, -EPROTO, 1, "message type %u is not for the store",
+			   (unsigned int)h.type);
+		return;
+	}
+}
+
+static void sess_read(struct store *st, struct sess *s)
+{
+	int i;
+
+	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && coffer__dl_empty(&s->outq); i++) {
+		int fds[COFFER_MSG_FDS_MAX];
+		unsigned int nfds = 0;
+		long n = coffer__recv_fds(s->fd, st->rbuf, sizeof(st->rbuf), fds, &nfds,
+					  COFFER_MSG_FDS_MAX, MSG_DONTWAIT);
+
+		if (n == -EAGAIN)
+			return;
+		if (n == -EMSGSIZE) {
+			send_error(st, s, -EPROTO, 1, "message too large or too many fds");
+			return;
+		}
+		if (n <= 0) {
+			doom(s, n == 0 ? "disconnected" : "receive failed");
+			return;
+		}
+		handle_msg(st, s, (size_t)n, fds, nfds);
+	}
+}
+
+/* ---------------------------------------------------------------- sessions */
+
+static void sess_kill(struct store *st, struct sess *s)
+{
+	unsigned int i;
+
+	coffer__ot_owner_gone(st->ot, &s->owner);
+	for (i = 0; i < COFFER_CHANNELS_MAX; i++)
+		if (s->chans[i] != NULL)
+			chan_close(st, s->chans[i]);
+	(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	close(s->fd);
+	while (!coffer__dl_empty(&s->outq)) {
+		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
+
+		coffer__dl_del(&m->link);
+		free(m);
+	}
+	if (s->dirty)
+		coffer__dl_del(&s->dirty_link);
+	coffer__dl_del(&s->link);
+	st->nclients--;
+	COFFER_LOG(COFFER_LOG_INFO, "client pid %d gone; %" PRIu64 " clients", (int)s->pid,
+		   st->nclients);
+	free(s);
+}
+
+/* Kill doomed sessions. Called only at safe points of the loop. */
+static void reap(struct store *st)
+{
+	struct coffer__dl *p, *n;
+
+	for (p = st->sessions.next; p != &st->sessions; p = n) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
+
+		n = p->next;
+		if (s->doomed)
+			sess_kill(st, s);
+	}
+}
+
+static int peer_allowed(struct store *st, int fd, struct ucred *uc)
+{
+	socklen_t len = sizeof(*uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &len) != 0)
+		return 0;
+	if (uc->uid == geteuid())
+		return 1;
+	/* Group access is granted by giving the socket group permissions. */
+	return (st->cfg->socket_mode & 0070) != 0 && uc->gid == getegid();
+}
+
+static void do_accept(struct store *st)
+{
+	int i;
+
+	for (i = 0; i < ACCEPTS_PER_ROUND; i++) {
+		struct epoll_event ev;
+		struct ucred uc;
+		struct sess *s;
+		int fd = accept4(st->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE) {
+				/* libuv's trick: free the reserve fd, accept and close the
+				 * connection (the client sees EOF at once), take the reserve
+				 * back. Without a reserve, pause accepting for 100 ms so
+				 * level-triggered epoll cannot spin. */
+				if (st->reserve_fd >= 0) {
+					close(st->reserve_fd);
+					st->reserve_fd = -1;
+					fd = accept4(st->lfd, NULL, NULL, SOCK_CLOEXEC);
+					if (fd >= 0)
+						close(fd);
+					st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+					COFFER_LOG(COFFER_LOG_WARN,
+						   "out of file descriptors: refused a client");
+					if (fd >= 0)
+						continue;
+				}
+				st->listen_paused = 1;
+				st->resume_listen_us = coffer__now_us() + 100000;
+				(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, st->lfd, NULL);
+				return;
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				COFFER_LOG(COFFER_LOG_WARN, "accept: %s", strerror(errno));
+			return;
+		}
+		if (!peer_allowed(st, fd, &uc)) {
+			COFFER_LOG(COFFER_LOG_WARN,
+				   "refused client pid %d uid %u: not the store's user",
+				   (int)uc.pid, (unsigned int)uc.uid);
+			close(fd);
+			continue;
+		}
+		s = calloc(1, sizeof(*s));
+		if (s == NULL) {
+			close(fd);
+			continue;
+		}
+		s->kind = K_SESS;
+		s->fd = fd;
+		s->pid = uc.pid;
+		s->uid = uc.uid;
+		coffer__ot_owner_init(&s->owner);
+		coffer__dl_init(&s->outq);
+		coffer__dl_init(&s->dirty_link);
+		ev.events = EPOLLIN;
+		ev.data.ptr = &s->kind;
+		if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		coffer__dl_add_tail(&st->sessions, &s->link);
+		st->nclients++;
+		COFFER_LOG(COFFER_LOG_INFO, "client pid %d connected; %" PRIu64 " clients",
+			   (int)s->pid, st->nclients);
+	}
+}
+
+/* ---------------------------------------------------------------- loop */
+
+static void flush_dirty(struct store *st)
+{
+	while (!coffer__dl_empty(&st->dirty_chans)) {
+		struct chan *c = COFFER_DL_ENTRY(st->dirty_chans.next, struct chan, dirty_link);
+
+		coffer__dl_del(&c->dirty_link);
+		c->dirty = 0;
+		if (!c->s->doomed)
+			chan_publish(c);
+	}
+	while (!coffer__dl_empty(&st->dirty_sess)) {
+		struct sess *s = COFFER_DL_ENTRY(st->dirty_sess.next, struct sess, dirty_link);
+
+		coffer__dl_del(&s->dirty_link);
+		s->dirty = 0;
+		flush_sock_reps(st, s);
+	}
+}
+
+static unsigned int poll_rings(struct store *st)
+{
+	unsigned int work = 0;
+	struct coffer__dl *p;
+
+	for (p = st->chans.next; p != &st->chans; p = p->next) {
+		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+
+		if (!c->s->doomed)
+			work += chan_drain(st, c, st->cfg->budget);
+	}
+	return work;
+}
+
+static void set_sleeping(struct store *st, uint32_t v)
+{
+	struct coffer__dl *p;
+
+	for (p = st->chans.next; p != &st->chans; p = p->next) {
+		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+
+		/* relaxed: ordered by the seq_cst fence in try_sleep() (proto.h handshake) */
+		__atomic_store_n(&c->shm->req.consumer_sleeping, v, __ATOMIC_RELAXED);
+	}
+}
+
+/* Announce sleep on every ring; false (flags cleared) when some ring has work. */
+static int try_sleep(struct store *st)
+{
+	struct coffer__dl *p;
+
+	set_sleeping(st, 1);
+	/* seq_cst: the flag stores above before the prod loads below; pairs with the
+	 * client's fence between publishing prod and reading the flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (p = st->chans.next; p != &st->chans; p = p->next) {
+		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+
+		if (!c->s->doomed &&
+		    __atomic_load_n(&c->shm->req.prod, __ATOMIC_ACQUIRE) != c->req_cons) {
+			set_sleeping(st, 0);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void dispatch(struct store *st, struct epoll_event *ev)
+{
+	int kind = *(int *)ev->data.ptr;
+
+	if (kind == K_LISTEN) {
+		do_accept(st);
+	} else if (kind == K_SIGNAL) {
+		struct signalfd_siginfo si;
+
+		if (read(st->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			COFFER_LOG(COFFER_LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
+			st->stop = 1;
+		}
+	} else if (kind == K_SESS) {
+		struct sess *s = COFFER_DL_ENTRY(ev->data.ptr, struct sess, kind);
+
+		if (s->doomed)
+			return;
+		if (ev->events & EPOLLOUT)
+			sess_flush_outq(st, s);
+		if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			sess_read(st, s);
+		if ((ev->events & (EPOLLHUP | EPOLLERR)) && s->epollout)
+			doom(s, "hung up");
+	}
+	/* K_DOORBELL: the wake-up itself is the message; the rings are polled next round. */
+}
+
+static int make_listener(struct store *st)
+{
+	const char *path = st->cfg->socket_path;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct epoll_event ev;
+	struct stat sb;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		COFFER_LOG(COFFER_LOG_ERR, "socket path too long (max %zu bytes): %s",
+			   sizeof(sa.sun_path) - 1, path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode)) {
+			COFFER_LOG(COFFER_LOG_ERR, "%s exists and is not a socket; refusing", path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(fd);
+			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s", path);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(path); /* stale socket of a store that died */
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "socket: %s", strerror(errno));
+		return -1;
+	}
+	/* The mode applies from the first moment the path exists (umask), then exactly. */
+	old = umask(0777 & ~st->cfg->socket_mode);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		umask(old);
+		COFFER_LOG(COFFER_LOG_ERR, "bind %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, st->cfg->socket_mode) != 0 || listen(fd, 128) != 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "listen %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	st->lfd = fd;
+	st->lkind = K_LISTEN;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &st->lkind;
+	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "epoll: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int setup(struct store *st)
+{
+	char err[256];
+	struct epoll_event ev;
+	sigset_t set;
+	int rc;
+
+	rc = coffer__shm_create(&st->shm, st->cfg->arena_bytes, st->cfg->hugedir,
+				st->cfg->hugepages, err, sizeof(err));
+	if (rc != 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "cannot create the arena: %s", err);
+		return -1;
+	}
+	rc = coffer__ot_create(&st->ot, st->shm.size, st->shm.segment, deliver, st);
+	if (rc != 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "cannot create the object table: %s", strerror(-rc));
+		return -1;
+	}
+	st->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (st->epfd < 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "epoll_create1: %s", strerror(errno));
+		return -1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN); /* belt and braces: every send uses MSG_NOSIGNAL */
+	st->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (st->sigfd < 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "signalfd: %s", strerror(errno));
+		return -1;
+	}
+	st->sigkind = K_SIGNAL;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &st->sigkind;
+	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->sigfd, &ev) != 0)
+		return -1;
+	st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return make_listener(st);
+}
+
+static void teardown(struct store *st)
+{
+	struct coffer__dl *p;
+
+	for (p = st->sessions.next; p != &st->sessions; p = p->next)
+		COFFER_DL_ENTRY(p, struct sess, link)->doomed = 1;
+	reap(st);
+	if (st->lfd >= 0) {
+		close(st->lfd);
+		unlink(st->cfg->socket_path);
+	}
+	if (st->sigfd >= 0)
+		close(st->sigfd);
+	if (st->epfd >= 0)
+		close(st->epfd);
+	if (st->reserve_fd >= 0)
+		close(st->reserve_fd);
+	coffer__ot_destroy(st->ot);
+	coffer__shm_destroy(&st->shm);
+}
+
+int coffer__store_run(const struct coffer__store_cfg *cfg)
+{
+	struct epoll_event evs[64];
+	uint64_t last_work;
+	struct store *st;
+	int rc = 0;
+
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return 1;
+	st->cfg = cfg;
+	st->epfd = st->lfd = st->sigfd = st->reserve_fd = -1;
+	st->shm.fd = -1;
+	coffer__dl_init(&st->sessions);
+	coffer__dl_init(&st->chans);
+	coffer__dl_init(&st->dirty_chans);
+	coffer__dl_init(&st->dirty_sess);
+	if (setup(st) != 0) {
+		teardown(st);
+		free(st);
+		return 1;
+	}
+	COFFER_LOG(COFFER_LOG_NOTICE, "arena %" PRIu64 " bytes, %s, segment %08x, %s", st->shm.size,
+		   st->shm.hugepages ? "hugepages" : "ordinary pages", st->shm.segment,
+		   st->shm.sealed ? "sealed" : "not sealed");
+	/* Printed at every log level: scripts and tests wait for this line. */
+	fprintf(stderr, "coffer-store: ready socket=%s arena_bytes=%" PRIu64 " hugepages=%d\n",
+		cfg->socket_path, st->shm.size, st->shm.hugepages);
+	last_work = coffer__now_us();
+	while (!st->stop) {
+		uint64_t now = coffer__now_us(), dl;
+		unsigned int work;
+		int timeout = 0, n, i;
+
+		coffer__ot_expire(st->ot, now);
+		if (st->listen_paused && now >= st->resume_listen_us) {
+			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &st->lkind};
+
+			if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->lfd, &ev) == 0)
+				st->listen_paused = 0;
+		}
+		work = poll_rings(st);
+		flush_dirty(st);
+		reap(st);
+		if (work > 0)
+			last_work = now;
+		else if (now - last_work >= cfg->spin_us && try_sleep(st)) {
+			st->sleeping = 1;
+			dl = coffer__ot_next_deadline(st->ot);
+			if (st->listen_paused && st->resume_listen_us < dl)
+				dl = st->resume_listen_us;
+			if (dl == UINT64_MAX)
+				timeout = -1;
+			else
+				timeout = dl <= now ? 0 : (int)((dl - now + 999) / 1000);
+		}
+		n = epoll_wait(st->epfd, evs, 64, timeout);
+		if (st->sleeping) {
+			set_sleeping(st, 0);
+			st->sleeping = 0;
+			last_work = coffer__now_us(); /* spin a little after each wake-up */
+		}
+		if (n < 0 && errno != EINTR) {
+			COFFER_LOG(COFFER_LOG_ERR, "epoll_wait: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		for (i = 0; i < n; i++)
+			dispatch(st, &evs[i]);
+		flush_dirty(st);
+		reap(st);
+	}
+	teardown(st);
+	free(st);
+	COFFER_LOG(COFFER_LOG_NOTICE, "stopped");
+	return rc;
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tools/store_main.c - coffer-store's command line. Every bad flag: one line on stderr and
+ * exit status 2 (so scripts can tell usage errors from start-up failures, status 1).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/proto_util.h"
+#include "tools/log.h"
+#include "tools/shm.h"
+#include "tools/store.h"
+
+static const char usage[] =
+    "usage: coffer-store -m SIZE [-s SOCKET] [-d HUGETLBFS_DIR] [--hugepages=auto|on|off]\n"
+    "                    [--socket-mode=MODE] [-v|-q] [--help]\n"
+    "\n"
+    "  -m, --memory SIZE      arena bytes, created and prefaulted at start-up; suffix K, M,\n"
+    "                         G or T (powers of 1024); rounded up to the page size\n"
+    "  -s, --socket SOCKET    Unix socket to listen on; default $COFFER_SOCKET, else\n"
+    "                         $XDG_RUNTIME_DIR/coffer.sock, else /run/user/UID/coffer.sock,\n"
+    "                         else /tmp/coffer-UID.sock\n"
+    "  -d, --hugetlbfs DIR    create the arena in this hugetlbfs mount\n"
+    "  --hugepages=MODE       auto (default: hugepages if available, else ordinary memory\n"
+    "                         with a notice), on (hugepages or fail), off\n"
+    "  --socket-mode=MODE     octal permissions of the socket (default 0600); group bits\n"
+    "                         also admit clients of the store's group\n"
+    "  -v, --verbose          more log lines (repeat for debug)\n"
+    "  -q, --quiet            errors only\n"
+    "  --help                 this text\n"
+    "\n"
+    "Prints 'coffer-store: ready ...' on stderr when it accepts clients; stops cleanly on\n"
+    "SIGTERM or SIGINT (removes the socket). Exit status: 0 clean stop, 1 start-up failure,\n"
+    "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n";
+
+static int bad(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "coffer-store: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (try --help)\n");
+	return 2;
+}
+
+/* SIZE with an optional K/M/G/T suffix. 0 or -EINVAL / -ERANGE. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -ERANGE;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end == 'i' && shift != 0)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0' || v == 0)
+		return -EINVAL;
+	if (shift != 0 && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"memory", required_argument, NULL, 'm'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"hugetlbfs", required_argument, NULL, 'd'},
+	    {"hugepages", required_argument, NULL, 'H'},
+	    {"socket-mode", required_argument, NULL, 'M'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct coffer__store_cfg cfg = {
+	    .hugepages = COFFER_HP_AUTO, .socket_mode = 0600, .spin_us = 50, .budget = 64};
+	static char defpath[108];
+	const char *env;
+	int c, level = COFFER_LOG_NOTICE, have_m = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:s:d:vq", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (parse_size(optarg, &cfg.arena_bytes) != 0)
+				return bad(
+				    "bad -m SIZE '%s': want a positive number with an optional "
+				    "K/M/G/T suffix",
+				    optarg);
+			have_m = 1;
+			break;
+		case 's':
+			if (optarg[0] == '\0' || strlen(optarg) >= 108)
+				return bad("bad -s SOCKET '%s': empty or longer than 107 bytes",
+					   optarg);
+			cfg.socket_path = optarg;
+			break;
+		case 'd':
+			cfg.hugedir = optarg;
+			break;
+		case 'H':
+			if (strcmp(optarg, "auto") == 0)
+				cfg.hugepages = COFFER_HP_AUTO;
+			else if (strcmp(optarg, "on") == 0)
+				cfg.hugepages = COFFER_HP_ON;
+			else if (strcmp(optarg, "off") == 0)
+				cfg.hugepages = COFFER_HP_OFF;
+			else
+				return bad("bad --hugepages '%s': want auto, on or off", optarg);
+			break;
+		case 'M': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+
+			if (optarg[0] == '\0' || *end != '\0' || m > 0777 || (m & 0600) != 0600)
+				return bad(
+				    "bad --socket-mode '%s': want octal <= 0777 with owner rw "
+				    "(e.g. 0600, 0660)",
+				    optarg);
+			cfg.socket_mode = (mode_t)m;
+			break;
+		}
+		case 'v':
+			level = level < COFFER_LOG_INFO ? COFFER_LOG_INFO : COFFER_LOG_DEBUG;
+			break;
+		case 'q':
+			level = COFFER_LOG_ERR;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case ':':
+			return bad("option '%s' needs an argument", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!have_m)
+		return bad("%s", "missing -m SIZE");
+	if (cfg.hugedir != NULL && cfg.hugepages == COFFER_HP_OFF)
+		return bad("%s", "-d needs hugepages: do not combine it with --hugepages=off");
+	if (cfg.socket_path == NULL) {
+		if (coffer__default_socket_path(defpath, sizeof(defpath)) != 0)
+			return bad("%s", "default socket path too long; give -s SOCKET");
+		cfg.socket_path = defpath;
+	}
+	env = getenv("COFFER_STORE_SPIN_US");
+	if (env != NULL && env[0] != '\0')
+		cfg.spin_us = (unsigned int)strtoul(env, NULL, 10);
+	coffer__log_level = level;
+	return coffer__store_run(&cfg);
+}
