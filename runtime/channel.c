@@ -1,3 +1,1059 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_channel_c;
+/*
+ * runtime/channel.c - the client side of the batched shared-memory channel to coffer-store.
+ *
+ * Design note.
+ *
+ * One channel per (connection, EQ). Completions are reaped by polling an EQ, so the pollers
+ * of an EQ drain exactly the reply ring of that EQ's channel: no reply ever has to be handed
+ * from one thread's ring to another thread's EQ, and threads that do not share an EQ share
+ * nothing on the data path (no lock shared by all threads; issue 6 item 2). Threads that
+ * share an EQ share its channel under a per-channel submit spinlock. Blocking calls use a
+ * hidden per-thread EQ (obj.c), hence a per-thread channel. An EQ used with several
+ * connections gets one channel per connection; the EQ's progress hook is a "binding" that
+ * walks that short list. The arena is mapped once per process (conn.c), never per channel.
+ *
+ * Rings (runtime/proto.h): the client produces requests and consumes replies. Tags are
+ * (generation << 32 | slot index) into a per-channel slot table of `entries` slots that
+ * holds the event and the output pointers of every request in flight. In-flight requests
+ * (reserved + pending) never exceed `entries`, so neither ring can overflow: a request slot
+ * of the ring is reusable once its reply came back (the store read the request before it
+ * answered), and the store writes exactly one reply per request. A full channel makes an
+ * asynchronous call return -EAGAIN before its event is launched.
+ *
+ * Locks, in order: conn->chan_lock -> coffer__client_lock (open/close only);
+ * chan->reap -> chan->submit (the fail path only). The submit spinlock guards prod,
+ * published, inflight, the free-slot stack, sleepers and dead; it covers a few stores and is
+ * never held across a syscall (doorbells are rung after unlocking). The reap spinlock makes
+ * one poller at a time the consumer of the reply ring (others trylock and move on).
+ *
+ * Slot states: FREE -> RESERVED (submit lock) -> PENDING (submit lock, with the request
+ * written to the ring) -> FREE (reap lock). A reply is accepted only for a PENDING slot of
+ * the same generation; anything else is counted as stray and ignored, so a confused or
+ * hostile store cannot complete an event twice or write through a stale output pointer.
+ *
+ * Memory ordering (ring indices live in shared memory and are accessed with __atomic
+ * builtins; the store is another process):
+ *  - request entries are plain stores, then req.prod release-store (pairs with the store's
+ *    acquire load of prod); replies are read after rep.prod acquire-load (pairs with the
+ *    store's release store) and copied out before rep.cons release-store (pairs with the
+ *    store's acquire load of cons before reusing the entry);
+ *  - doorbells (Dekker, proto.h): publish prod, seq_cst fence, read req.consumer_sleeping;
+ *    arm: store rep.consumer_sleeping = 1, seq_cst fence, read rep.prod. Each fence pairs
+ *    with the store's fence on the other side of the same handshake;
+ *  - a slot's fields are written before its state is release-stored PENDING; the reaper
+ *    acquire-loads the state before reading the fields.
+ *
+ * Lifetime: channel and vector memory is RCU-protected (urcu-bp). Submitters find a channel
+ * inside a read-side section and pin it with `users` before leaving it; progress hooks walk
+ * the binding's vector inside a read-side section. Closing unpublishes the channel from both
+ * vectors, waits for a grace period, then for users == 0, and only then unmaps and frees.
+ * Bindings are freed only once their EQ is gone (no poller can call their hook then).
+ *
+ * Progress: submit is blocking (spinlock) but bounded; progress never blocks (trylock); the
+ * fail path (store death) takes the reap lock and completes every pending event with
+ * -ENOTCONN, so nothing waits forever for a dead store.
+ *
+ * Sources: virtio's avail/used event suppression (doorbell only when the peer sleeps),
+ * DPDK rte_ring's burst shape, io_uring's SQ/CQ split with user-chosen tags.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/rcu.h"
+
+#include "eventq/eq_impl.h"
+#include "eventq/event_internal.h"
+#include "runtime/client.h"
+#include "runtime/proto_util.h"
+
+/* Entries asked for each ring (the store may cap it at max_ring_entries). */
+#define CHAN_RING_ENTRIES 512u
+/* Replies handled per reap round before events are completed outside the reap lock. */
+#define CHAN_REAP_CHUNK 64u
+
+enum { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_PENDING = 2 };
+
+struct chan_slot {
+	atomic_uint state; /* release PENDING / acquire in the reaper */
+	uint32_t gen;
+	uint16_t op;
+	uint8_t out; /* enum coffer__out */
+	uint64_t create_size;
+	void *ptr;
+	uint64_t *size_out;
+	struct coffer_obj_buf *buf;
+	struct coffer__bulk *bulk;
+	struct coffer_event *ev;
+};
+
+struct coffer__chan {
+	/* submit side, under submit */
+	struct coffer__spin submit;
+	uint32_t prod;	    /* next request index to fill */
+	uint32_t published; /* last prod made visible to the store */
+	uint32_t inflight;  /* reserved + pending slots */
+	uint32_t nfree;
+	uint32_t sleepers; /* pollers of the EQ that armed and sleep */
+	bool dead;
+	atomic_uint unpub; /* relaxed hint: prod != published (progress checks it lock-free) */
+
+	/* consumer side */
+	alignas(64) struct coffer__spin reap;
+	atomic_uint rep_cons; /* written under reap; read relaxed by arm() */
+
+	/* immutable after open */
+	alignas(64) struct coffer__conn *conn;
+	coffer_handle_t eqh;
+	uint32_t id;
+	uint32_t entries;
+	uint32_t mask;
+	int store_bell;
+	struct coffer_chan_shm *shm;
+	size_t shm_bytes;
+	struct coffer_req *reqs;
+	const struct coffer_rep *reps;
+	struct chan_slot *slots;
+	uint32_t *free;		    /* free slot stack, under submit */
+	bool forked;		    /* set in a fork child (single-threaded then) */
+	atomic_uint users;	    /* submitters holding the channel outside RCU; release dec */
+	atomic_uint_fast64_t stray; /* replies with unknown tags, relaxed statistics */
+};
+
+struct coffer__chanv {
+	unsigned int n;
+	struct coffer__chan *v[];
+};
+
+/* The progress hook of one EQ: its channels (one per connection). */
+struct chan_binding {
+	coffer_handle_t eqh;
+	_Atomic(struct coffer__chanv *) chans; /* RCU-published, replaced under client lock */
+	struct coffer__eq_progress hook;
+	struct chan_binding *next; /* under coffer__client_lock */
+};
+
+static struct chan_binding *g_bindings; /* under coffer__client_lock */
+
+/* ---- vectors ----------------------------------------------------------------------------- */
+
+static struct coffer__chanv *chanv_with(const struct coffer__chanv *old, struct coffer__chan *ch)
+{
+	unsigned int n = old ? old->n : 0;
+	struct coffer__chanv *v = malloc(sizeof(*v) + (n + 1) * sizeof(v->v[0]));
+
+	if (!v)
+		return NULL;
+	if (n)
+		memcpy(v->v, old->v, n * sizeof(v->v[0]));
+	v->v[n] = ch;
+	v->n = n + 1;
+	return v;
+}
+
+/* Returns the vector without @ch; NULL when it would be empty (or on ENOMEM: *err set). */
+static struct coffer__chanv *chanv_without(const struct coffer__chanv *old,
+					   const struct coffer__chan *ch, int *err)
+{
+	struct coffer__chanv *v;
+	unsigned int i, k = 0;
+
+	*err = 0;
+	if (!old || old->n <= 1)
+		return NULL;
+	v = malloc(sizeof(*v) + (old->n - 1) * sizeof(v->v[0]));
+	if (!v) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < old->n; i++)
+		if (old->v[i] != ch && k < old->n - 1)
+			v->v[k++] = old->v[i];
+	v->n = k;
+	return v;
+}
+
+/* ---- ring helpers ----------------------------------------------------------------------- */
+
+static void chan_ring_bell(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	/* A full eventfd counter (EAGAIN) still means "readable": the peer wakes anyway. A dead
+	 * store is found by the connection monitor, not here. */
+	do
+		r = write(fd, &one, sizeof(one));
+	while (r < 0 && errno == EINTR);
+}
+
+/*
+ * Makes every filled request visible. Return: true when the store sleeps and its doorbell
+ * must be rung (after the caller dropped the submit lock). Context: holds ch->submit.
+ */
+static bool chan_publish_locked(struct coffer__chan *ch)
+{
+	if (ch->prod == ch->published)
+		return false;
+	/* Release: the entries written above become visible before prod (pairs with the
+	 * store's acquire load of req.prod). */
+	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
+	ch->published = ch->prod;
+	atomic_store_explicit(&ch->unpub, 0, memory_order_relaxed);
+	/* Dekker with the store going to sleep (proto.h): our prod store must be ordered before
+	 * our read of consumer_sleeping; pairs with the store's fence between setting
+	 * consumer_sleeping and re-reading prod. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED) != 0;
+}
+
+static void chan_publish(struct coffer__chan *ch)
+{
+	bool bell;
+
+	if (!atomic_load_explicit(&ch->unpub, memory_order_relaxed))
+		return;
+	coffer__spin_lock(&ch->submit);
+	bell = !ch->dead && chan_publish_locked(ch);
+	coffer__spin_unlock(&ch->submit);
+	if (bell)
+		chan_ring_bell(ch->store_bell);
+}
+
+static void chan_free_slots(struct coffer__chan *ch, const uint32_t *idx, unsigned int n)
+{
+	unsigned int i;
+
+	if (!n)
+		return;
+	coffer__spin_lock(&ch->submit);
+	for (i = 0; i < n; i++)
+		ch->free[ch->nfree++] = idx[i];
+	ch->inflight -= n;
+	coffer__spin_unlock(&ch->submit);
+}
+
+/* ---- completion ---------------------------------------------------------------------- */
+
+struct chan_done {
+	struct coffer_event *ev;
+	struct coffer__bulk *bulk; /* freed after its event completed */
+	int rc;
+};
+
+/*
+ * Writes the outputs of @slot for result @rc (the reply @rep when rc == 0) and returns the
+ * event to complete (in @d), if this was the last reply it waited for. Context: reap lock.
+ */
+static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
+			     const struct coffer_rep *rep, int rc, struct chan_done *d)
+{
+	const struct coffer__seg *seg = ch->conn->seg;
+
+	if (rc == 0 && rep) {
+		switch (slot->out) {
+		case COFFER__OUT_CREATE:
+			/* The size is our own; the store vouches only for the offset. */
+			if (slot->create_size > seg->bytes - rep->offset)
+				rc = -EPROTO;
+			else
+				*(void **)slot->ptr = seg->base + rep->offset;
+			break;
+		case COFFER__OUT_GET:
+			*(const void **)slot->ptr = seg->base + rep->offset;
+			if (slot->size_out)
+				*slot->size_out = rep->size;
+			break;
+		case COFFER__OUT_CONTAINS:
+			*(bool *)slot->ptr = rep->size != 0;
+			break;
+		default:
+			break;
+		}
+	}
+	if (slot->out == COFFER__OUT_BULK) {
+		struct coffer_obj_buf *b = slot->buf;
+		struct coffer__bulk *bulk = slot->bulk;
+
+		if (rc == 0 && rep) {
+			b->data = seg->base + rep->offset;
+			b->size = rep->size;
+		} else {
+			b->data = NULL;
+			b->size = 0;
+		}
+		b->status = rc;
+		if (rc == -ENOTCONN)
+			atomic_store_explicit(&bulk->error, rc, memory_order_relaxed);
+		/* acq_rel: every buf written by other reapers happens-before the last one
+		 * completes the event. */
+		if (atomic_fetch_sub_explicit(&bulk->remaining, 1, memory_order_acq_rel) != 1)
+			return false;
+		d->ev = bulk->ev;
+		d->bulk = bulk;
+		d->rc = atomic_load_explicit(&bulk->error, memory_order_relaxed);
+		return true;
+	}
+	d->ev = slot->ev;
+	d->bulk = NULL;
+	d->rc = rc;
+	return true;
+}
+
+static void chan_complete(struct chan_done *d, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		coffer__event_complete(d[i].ev, d[i].rc);
+		free(d[i].bulk);
+	}
+}
+
+/*
+ * Drains up to `entries` replies. Return: events completed. @force: spin for the reap lock
+ * (the fail path) instead of giving up when another poller holds it.
+ */
+static int chan_reap(struct coffer__chan *ch)
+{
+	struct chan_done done[CHAN_REAP_CHUNK];
+	uint32_t freed[CHAN_REAP_CHUNK];
+	unsigned int total = 0, round;
+	bool violation = false;
+
+	for (round = 0; round < ch->entries / CHAN_REAP_CHUNK + 1; round++) {
+		unsigned int nd = 0, nf = 0;
+		uint32_t cons, prod, avail;
+
+		if (!coffer__spin_trylock(&ch->reap))
+			break;
+		cons = atomic_load_explicit(&ch->rep_cons, memory_order_relaxed);
+		/* Acquire: the store's reply entries are visible before we read them (pairs with
+		 * its release store of rep.prod). */
+		prod = __atomic_load_n(&ch->shm->rep.prod, __ATOMIC_ACQUIRE);
+		if (!coffer__ring_ok(prod, cons, ch->entries)) {
+			violation = true;
+			coffer__spin_unlock(&ch->reap);
+			break;
+		}
+		avail = prod - cons;
+		if (avail > CHAN_REAP_CHUNK)
+			avail = CHAN_REAP_CHUNK;
+		for (uint32_t i = 0; i < avail; i++) {
+			struct coffer_rep rep;
+			struct chan_slot *slot;
+			uint32_t idx;
+			int rc;
+
+			memcpy(&rep, &ch->reps[(cons + i) & ch->mask], sizeof(rep));
+			idx = (uint32_t)rep.tag;
+			if (idx >= ch->entries) {
+				atomic_fetch_add_explicit(&ch->stray, 1, memory_order_relaxed);
+				continue;
+			}
+			slot = &ch->slots[idx];
+			if (atomic_load_explicit(&slot->state, memory_order_acquire) !=
+				SLOT_PENDING ||
+			    slot->gen != (uint32_t)(rep.tag >> 32)) {
+				atomic_fetch_add_explicit(&ch->stray, 1, memory_order_relaxed);
+				continue;
+			}
+			rc = coffer__rep_check(&rep, slot->op, ch->conn->segment,
+					       ch->conn->seg->bytes);
+			if (rc == 0)
+				rc = rep.status;
+			if (chan_finish_slot(ch, slot, &rep, rc, &done[nd]))
+				nd++;
+			atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
+			freed[nf++] = idx;
+		}
+		/* Release: our copies of the entries are done before the store may reuse them
+		 * (pairs with its acquire load of rep.cons). */
+		__atomic_store_n(&ch->shm->rep.cons, cons + avail, __ATOMIC_RELEASE);
+		atomic_store_explicit(&ch->rep_cons, cons + avail, memory_order_relaxed);
+		coffer__spin_unlock(&ch->reap);
+
+		chan_free_slots(ch, freed, nf);
+		chan_complete(done, nd);
+		total += nd;
+		if (avail < CHAN_REAP_CHUNK)
+			break;
+	}
+	if (violation)
+		coffer__conn_fail(ch->conn, -ENOTCONN);
+	return (int)total;
+}
+
+/*
+ * Completes every pending request of @ch with @err and refuses new ones. Replies already in
+ * the ring are delivered first. Context: not inside the reap or submit lock.
+ */
+static void chan_fail(struct coffer__chan *ch, int err)
+{
+	struct chan_done done[CHAN_REAP_CHUNK];
+	uint32_t freed[CHAN_REAP_CHUNK];
+	uint32_t i = 0;
+
+	if (ch->forked)
+		return;
+	coffer__spin_lock(&ch->submit);
+	ch->dead = true;
+	coffer__spin_unlock(&ch->submit);
+
+	/* Deliver whatever the store answered before it went away. */
+	chan_reap(ch);
+
+	while (i < ch->entries) {
+		unsigned int nd = 0, nf = 0;
+
+		coffer__spin_lock(&ch->reap);
+		for (; i < ch->entries && nf < CHAN_REAP_CHUNK; i++) {
+			struct chan_slot *slot = &ch->slots[i];
+
+			if (atomic_load_explicit(&slot->state, memory_order_acquire) !=
+			    SLOT_PENDING)
+				continue;
+			if (chan_finish_slot(ch, slot, NULL, err, &done[nd]))
+				nd++;
+			atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
+			freed[nf++] = i;
+		}
+		coffer__spin_unlock(&ch->reap);
+		chan_free_slots(ch, freed, nf);
+		chan_complete(done, nd);
+	}
+}
+
+/* ---- the EQ progress hook ---------------------------------------------------------- */
+
+static int binding_progress(void *arg)
+{
+	struct chan_binding *b = arg;
+	struct coffer__chanv *v;
+	int n = 0;
+
+	coffer__rcu_read_lock();
+	v = atomic_load_explicit(&b->chans, memory_order_acquire); /* rcu_dereference */
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+
+		if (ch->forked)
+			continue;
+		chan_publish(ch);
+		n += chan_reap(ch);
+	}
+	coffer__rcu_read_unlock();
+	return n;
+}
+
+static void chan_disarm_one(struct coffer__chan *ch)
+{
+	coffer__spin_lock(&ch->submit);
+	if (ch->sleepers > 0 && --ch->sleepers == 0)
+		__atomic_store_n(&ch->shm->rep.consumer_sleeping, 0, __ATOMIC_RELAXED);
+	coffer__spin_unlock(&ch->submit);
+}
+
+static void binding_disarm(void *arg)
+{
+	struct chan_binding *b = arg;
+	struct coffer__chanv *v;
+
+	coffer__rcu_read_lock();
+	v = atomic_load_explicit(&b->chans, memory_order_acquire);
+	for (unsigned int i = 0; v && i < v->n; i++)
+		if (!v->v[i]->forked)
+			chan_disarm_one(v->v[i]);
+	coffer__rcu_read_unlock();
+}
+
+/*
+ * Before a poller sleeps: publish what is queued (a sleeping poller would otherwise hold
+ * requests back forever), ask the store to ring our doorbell, then re-check the reply rings.
+ * While sleepers > 0 every submit publishes at once (nobody else would).
+ */
+static int binding_arm(void *arg)
+{
+	struct chan_binding *b = arg;
+	struct coffer__chanv *v;
+	int work = 0;
+
+	coffer__rcu_read_lock();
+	v = atomic_load_explicit(&b->chans, memory_order_acquire);
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+		bool bell;
+
+		if (ch->forked)
+			continue;
+		coffer__spin_lock(&ch->submit);
+		bell = !ch->dead && chan_publish_locked(ch);
+		if (ch->sleepers++ == 0)
+			__atomic_store_n(&ch->shm->rep.consumer_sleeping, 1, __ATOMIC_RELAXED);
+		coffer__spin_unlock(&ch->submit);
+		if (bell)
+			chan_ring_bell(ch->store_bell);
+	}
+	/* Dekker (proto.h): consumer_sleeping = 1 before re-reading rep.prod; pairs with the
+	 * store's fence between publishing rep.prod and reading consumer_sleeping. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+
+		if (ch->forked)
+			continue;
+		if (__atomic_load_n(&ch->shm->rep.prod, __ATOMIC_RELAXED) !=
+		    atomic_load_explicit(&ch->rep_cons, memory_order_relaxed))
+			work = 1;
+	}
+	/* eventq calls disarm() after every arm(), whatever arm() returned: nothing to undo. */
+	coffer__rcu_read_unlock();
+	return work;
+}
+
+/* ---- bindings ------------------------------------------------------------------------ */
+
+static bool eq_alive(coffer_handle_t eqh)
+{
+	return coffer__eq_wake_fd(eqh) >= 0;
+}
+
+/* Frees bindings whose EQ is gone and that hold no channel. Context: client lock. */
+static void binding_gc_locked(void)
+{
+	struct chan_binding **pp = &g_bindings;
+
+	while (*pp) {
+		struct chan_binding *b = *pp;
+
+		if (atomic_load_explicit(&b->chans, memory_order_relaxed) == NULL &&
+		    !eq_alive(b->eqh)) {
+			*pp = b->next;
+			free(b);
+		} else {
+			pp = &b->next;
+		}
+	}
+}
+
+static int binding_attach_locked(struct coffer__chan *ch)
+{
+	struct chan_binding *b;
+	struct coffer__chanv *old, *nv;
+	int rc;
+
+	for (b = g_bindings; b; b = b->next)
+		if (b->eqh.cookie == ch->eqh.cookie)
+			break;
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		b->eqh = ch->eqh;
+		b->hook.progress = binding_progress;
+		b->hook.arm = binding_arm;
+		b->hook.disarm = binding_disarm;
+		b->hook.arg = b;
+		rc = coffer__eq_set_progress(ch->eqh, &b->hook);
+		if (rc < 0) {
+			free(b);
+			return rc;
+		}
+		b->next = g_bindings;
+		g_bindings = b;
+	}
+	old = atomic_load_explicit(&b->chans, memory_order_relaxed);
+	nv = chanv_with(old, ch);
+	if (!nv)
+		return -ENOMEM;
+	/* Release: the channel's fields are initialised before pollers can see it (pairs with
+	 * the acquire load in the hooks). */
+	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	if (old) {
+		urcu_bp_synchronize_rcu();
+		coffer__rcu_gp_acquire();
+		free(old);
+	}
+	return 0;
+}
+
+/* Unpublishes @ch from its binding; returns the old vector to free after a grace period. */
+static int binding_detach_locked(struct coffer__chan *ch, struct coffer__chanv **oldp)
+{
+	struct chan_binding *b;
+	struct coffer__chanv *old, *nv;
+	int err;
+
+	*oldp = NULL;
+	for (b = g_bindings; b; b = b->next)
+		if (b->eqh.cookie == ch->eqh.cookie)
+			break;
+	if (!b)
+		return 0;
+	old = atomic_load_explicit(&b->chans, memory_order_relaxed);
+	nv = chanv_without(old, ch, &err);
+	if (err)
+		return err;
+	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	*oldp = old;
+	return 0;
+}
+
+/* ---- open / close ------------------------------------------------------------------- */
+
+static void chan_unmap(struct coffer__chan *ch)
+{
+	if (ch->shm)
+		munmap(ch->shm, ch->shm_bytes);
+	if (ch->store_bell >= 0)
+		close(ch->store_bell);
+	free(ch->slots);
+	free(ch->free);
+	free(ch);
+}
+
+/*
+ * Closes @ch: unpublish, grace period, wait for pinned submitters, complete leftovers with
+ * -ENOTCONN, tell the store (when @tell), unmap. Context: conn->chan_lock held; not in an RCU
+ * read-side section.
+ */
+static void chan_close_locked(struct coffer__conn *conn, struct coffer__chan *ch, bool tell)
+{
+	struct coffer__chanv *oldb = NULL, *oldc, *nc;
+	int err;
+
+	pthread_mutex_lock(&coffer__client_lock);
+	while (binding_detach_locked(ch, &oldb) == -ENOMEM)
+		sched_yield(); /* tiny allocation; nothing better to do than retry */
+	pthread_mutex_unlock(&coffer__client_lock);
+	oldc = atomic_load_explicit(&conn->chans, memory_order_relaxed);
+	while ((nc = chanv_without(oldc, ch, &err)) == NULL && err)
+		sched_yield();
+	atomic_store_explicit(&conn->chans, nc, memory_order_release);
+	conn->nchans--;
+
+	if (!ch->forked) {
+		urcu_bp_synchronize_rcu();
+		coffer__rcu_gp_acquire();
+		/* Acquire pairs with the submitters' release decrement: their ring writes are
+		 * done before we unmap. */
+		while (atomic_load_explicit(&ch->users, memory_order_acquire) != 0)
+			sched_yield();
+		chan_fail(ch, -ENOTCONN);
+		if (tell && !atomic_load_explicit(&conn->dead, memory_order_relaxed)) {
+			struct coffer_chan_close req = {.channel_id = ch->id};
+
+			(void)coffer__conn_ctl(conn, COFFER_MSG_CHANNEL_CLOSE, &req, sizeof(req),
+					       -1, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL,
+					       0);
+		}
+	}
+	free(oldb);
+	free(oldc);
+	chan_unmap(ch);
+}
+
+/* Closes channels whose EQ was destroyed. Context: conn->chan_lock held. */
+static void chan_gc_locked(struct coffer__conn *conn)
+{
+	bool again = true;
+
+	while (again) {
+		struct coffer__chanv *v = atomic_load_explicit(&conn->chans, memory_order_relaxed);
+
+		again = false;
+		for (unsigned int i = 0; v && i < v->n; i++) {
+			if (!eq_alive(v->v[i]->eqh)) {
+				chan_close_locked(conn, v->v[i], true);
+				again = true;
+				break;
+			}
+		}
+	}
+}
+
+static struct coffer__chan *chan_find_rcu(struct coffer__conn *conn, coffer_handle_t eqh)
+{
+	struct coffer__chanv *v = atomic_load_explicit(&conn->chans, memory_order_acquire);
+
+	for (unsigned int i = 0; v && i < v->n; i++)
+		if (v->v[i]->eqh.cookie == eqh.cookie)
+			return v->v[i];
+	return NULL;
+}
+
+static uint32_t chan_pick_entries(const struct coffer__conn *conn)
+{
+	uint32_t e = CHAN_RING_ENTRIES;
+
+	while (e > conn->max_ring_entries && e > COFFER_RING_ENTRIES_MIN)
+		e >>= 1;
+	return e >= COFFER_RING_ENTRIES_MIN && e <= conn->max_ring_entries ? e : 0;
+}
+
+static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply *r, int segfd)
+{
+	struct stat st;
+	uint64_t req_end, rep_end;
+	void *p;
+
+	if (r->ring_entries < 1 || (r->ring_entries & (r->ring_entries - 1)) != 0 ||
+	    r->ring_entries > COFFER_RING_ENTRIES_MAX)
+		return -EPROTO;
+	req_end = r->req_off + (uint64_t)r->ring_entries * sizeof(struct coffer_req);
+	rep_end = r->rep_off + (uint64_t)r->ring_entries * sizeof(struct coffer_rep);
+	if (r->req_off < sizeof(struct coffer_chan_shm) ||
+	    r->rep_off < sizeof(struct coffer_chan_shm) || r->req_off % 64 || r->rep_off % 32 ||
+	    req_end > r->shm_bytes || rep_end > r->shm_bytes ||
+	    (r->req_off < rep_end && r->rep_off < req_end))
+		return -EPROTO;
+	/* Never map more than the file holds: touching the rest would be a SIGBUS. */
+	if (fstat(segfd, &st) < 0 || (uint64_t)st.st_size < r->shm_bytes)
+		return -EPROTO;
+	p = mmap(NULL, r->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, segfd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ch->shm = p;
+	ch->shm_bytes = r->shm_bytes;
+	ch->reqs = (struct coffer_req *)((uint8_t *)p + r->req_off);
+	ch->reps = (const struct coffer_rep *)((uint8_t *)p + r->rep_off);
+	ch->entries = r->ring_entries;
+	ch->mask = r->ring_entries - 1;
+	ch->id = r->channel_id;
+	return 0;
+}
+
+/* Opens the channel of (@conn, @eqh) unless it exists. Context: not in an RCU section. */
+static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
+{
+	struct coffer_chan_open req = {0};
+	struct coffer_chan_open_reply rep;
+	struct coffer__chan *ch = NULL;
+	struct coffer__chanv *old, *nv;
+	int fds[2] = {-1, -1};
+	int wfd, rc;
+
+	pthread_mutex_lock(&conn->chan_lock);
+	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+	if (rc)
+		goto out;
+	coffer__rcu_read_lock();
+	ch = chan_find_rcu(conn, eqh);
+	coffer__rcu_read_unlock();
+	if (ch) {
+		ch = NULL;
+		goto out; /* another thread opened it meanwhile */
+	}
+	chan_gc_locked(conn);
+	if (conn->nchans >= conn->max_channels) {
+		rc = -EMFILE;
+		goto out;
+	}
+	wfd = coffer__eq_wake_fd(eqh);
+	if (wfd < 0) {
+		rc = wfd;
+		goto out;
+	}
+	req.ring_entries = chan_pick_entries(conn);
+	rc = coffer__conn_ctl(conn, COFFER_MSG_CHANNEL_OPEN, &req, sizeof(req), wfd,
+			      COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), fds, 2);
+	if (rc < 0)
+		goto out;
+	rc = -ENOMEM;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		goto out_store;
+	ch->store_bell = -1;
+	ch->conn = conn;
+	ch->eqh = eqh;
+	rc = fds[0] >= 0 && fds[1] >= 0 ? chan_map(ch, &rep, fds[0]) : -EPROTO;
+	if (rc < 0)
+		goto out_store;
+	ch->store_bell = fds[1];
+	fds[1] = -1;
+	rc = -ENOMEM;
+	ch->slots = calloc(ch->entries, sizeof(*ch->slots));
+	ch->free = malloc(ch->entries * sizeof(*ch->free));
+	if (!ch->slots || !ch->free)
+		goto out_store;
+	for (uint32_t i = 0; i < ch->entries; i++)
+		ch->free[i] = ch->entries - 1 - i;
+	ch->nfree = ch->entries;
+	/* The rings start where the store left them (fresh: all zero). */
+	ch->prod = ch->published = __atomic_load_n(&ch->shm->req.prod, __ATOMIC_RELAXED);
+	atomic_store_explicit(&ch->rep_cons, __atomic_load_n(&ch->shm->rep.cons, __ATOMIC_RELAXED),
+			      memory_order_relaxed);
+
+	old = atomic_load_explicit(&conn->chans, memory_order_relaxed);
+	nv = chanv_with(old, ch);
+	if (!nv)
+		goto out_store;
+	pthread_mutex_lock(&coffer__client_lock);
+	binding_gc_locked();
+	rc = binding_attach_locked(ch);
+	pthread_mutex_unlock(&coffer__client_lock);
+	if (rc < 0) {
+		free(nv);
+		goto out_store;
+	}
+	/* Release: publish the initialised channel to submitters (acquire in chan_find_rcu). */
+	atomic_store_explicit(&conn->chans, nv, memory_order_release);
+	conn->nchans++;
+	if (old) {
+		urcu_bp_synchronize_rcu();
+		coffer__rcu_gp_acquire();
+		free(old);
+	}
+	ch = NULL;
+	rc = 0;
+	goto out;
+
+out_store : {
+	struct coffer_chan_close creq = {.channel_id = rep.channel_id};
+
+	(void)coffer__conn_ctl(conn, COFFER_MSG_CHANNEL_CLOSE, &creq, sizeof(creq), -1,
+			       COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0);
+}
+out:
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (ch)
+		chan_unmap(ch);
+	pthread_mutex_unlock(&conn->chan_lock);
+	return rc;
+}
+
+/* ---- the EQ of an event ------------------------------------------------------------ */
+
+/*
+ * eventq/event_internal.h has no accessor for an event's EQ, which the channel needs (one
+ * channel per EQ). Until eventq exports one, read the EQ cached in the event (written once
+ * by coffer_event_init(), read-only afterwards). Reported as a requested contract addition.
+ */
+int coffer__event_eq(const struct coffer_event *ev, coffer_handle_t *eqh)
+{
+	struct coffer__evp *ep;
+
+	if (!ev || !coffer__evp_valid((struct coffer_event *)ev))
+		return -EINVAL;
+	ep = coffer__evp((struct coffer_event *)ev);
+	if (!ep->ep_eq)
+		return -EINVAL;
+	*eqh = ep->ep_eq->eq_handle;
+	return 0;
+}
+
+/* ---- submit ------------------------------------------------------------------------- */
+
+/* Pins the channel of (@connh, @eqh), opening it when needed. */
+static int chan_get(coffer_handle_t connh, coffer_handle_t eqh, struct coffer__chan **chp)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct coffer__conn *conn;
+		struct coffer__chan *ch;
+		int rc;
+
+		coffer__rcu_read_lock();
+		conn = coffer__conn_lookup_rcu(connh);
+		if (!conn) {
+			coffer__rcu_read_unlock();
+			return -ENOTCONN;
+		}
+		rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+		if (rc) {
+			coffer__rcu_read_unlock();
+			return rc;
+		}
+		ch = chan_find_rcu(conn, eqh);
+		if (ch) {
+			/* Relaxed: the grace period the closer waits for orders it after us. */
+			atomic_fetch_add_explicit(&ch->users, 1, memory_order_relaxed);
+			coffer__rcu_read_unlock();
+			*chp = ch;
+			return 0;
+		}
+		coffer_hhash_addref(coffer_hhash_global(), &conn->link);
+		coffer__rcu_read_unlock();
+		rc = chan_open(conn, eqh);
+		coffer_hhash_putref(coffer_hhash_global(), &conn->link);
+		if (rc < 0)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+static void chan_put(struct coffer__chan *ch)
+{
+	/* Release: our ring and slot writes happen-before the closer's acquire load. */
+	atomic_fetch_sub_explicit(&ch->users, 1, memory_order_release);
+}
+
+static void chan_fill_req(struct coffer_req *r, const struct coffer__reqd *d, uint64_t tag)
+{
+	memset(r, 0, sizeof(*r));
+	r->tag = tag;
+	r->op = d->op;
+	r->flags = d->flags;
+	memcpy(r->oid, d->oid->id, COFFER_OID_SIZE);
+	r->size = d->size;
+	r->timeout_us = d->timeout_us;
+}
+
+int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
+			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk)
+{
+	uint32_t idx[COFFER_GET_BULK_MAX];
+	struct coffer__chan *ch = NULL;
+	coffer_handle_t eqh;
+	bool bell = false;
+	int rc;
+
+	if (n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	rc = coffer__event_eq(ev, &eqh);
+	if (rc < 0)
+		return rc;
+	rc = chan_get(connh, eqh, &ch);
+	if (rc < 0)
+		return rc;
+
+	/* Reserve n slots before launching: a full channel leaves the event untouched. */
+	coffer__spin_lock(&ch->submit);
+	if (ch->dead)
+		rc = -ENOTCONN;
+	else if (ch->entries - ch->inflight < n)
+		rc = -EAGAIN;
+	else {
+		for (unsigned int i = 0; i < n; i++) {
+			idx[i] = ch->free[--ch->nfree];
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_RESERVED,
+					      memory_order_relaxed);
+			ch->slots[idx[i]].gen++;
+		}
+		ch->inflight += n;
+	}
+	coffer__spin_unlock(&ch->submit);
+	if (rc < 0) {
+		chan_put(ch);
+		return rc;
+	}
+
+	rc = coffer__event_launch(ev);
+	if (rc < 0) {
+		for (unsigned int i = 0; i < n; i++)
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
+					      memory_order_relaxed);
+		chan_free_slots(ch, idx, n);
+		chan_put(ch);
+		return rc;
+	}
+
+	coffer__spin_lock(&ch->submit);
+	if (ch->dead) {
+		/* The store died between reservation and now: the launched event carries it. */
+		coffer__spin_unlock(&ch->submit);
+		for (unsigned int i = 0; i < n; i++)
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
+					      memory_order_relaxed);
+		chan_free_slots(ch, idx, n);
+		chan_put(ch);
+		free(bulk);
+		coffer__event_complete(ev, -ENOTCONN);
+		return 0;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct chan_slot *s = &ch->slots[idx[i]];
+		const struct coffer__reqd *d = &reqs[i];
+
+		s->op = d->op;
+		s->out = (uint8_t)d->out;
+		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
+		s->ptr = d->ptr;
+		s->size_out = d->size_out;
+		s->buf = d->buf;
+		s->bulk = bulk;
+		s->ev = ev;
+		/* Release: the fields above are visible to a reaper that sees PENDING. */
+		atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
+		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
+		ch->prod++;
+	}
+	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0)
+		bell = chan_publish_locked(ch);
+	else
+		atomic_store_explicit(&ch->unpub, 1, memory_order_relaxed);
+	coffer__spin_unlock(&ch->submit);
+	if (bell)
+		chan_ring_bell(ch->store_bell);
+	chan_put(ch);
+	return 0;
+}
+
+/* ---- connection-wide operations --------------------------------------------------------- */
+
+void coffer__conn_flush_channels(struct coffer__conn *conn)
+{
+	struct coffer__chanv *v;
+
+	coffer__rcu_read_lock();
+	v = atomic_load_explicit(&conn->chans, memory_order_acquire);
+	for (unsigned int i = 0; v && i < v->n; i++)
+		if (!v->v[i]->forked)
+			chan_publish(v->v[i]);
+	coffer__rcu_read_unlock();
+}
+
+void coffer__conn_fail_channels(struct coffer__conn *conn, int err)
+{
+	struct coffer__chanv *v;
+
+	/* chan_fail() spins on channel locks and completes events: no read-side section
+	 * needed, chan_lock keeps the vector and its channels alive. */
+	pthread_mutex_lock(&conn->chan_lock);
+	v = atomic_load_explicit(&conn->chans, memory_order_relaxed);
+	for (unsigned int i = 0; v && i < v->n; i++)
+		chan_fail(v->v[i], err);
+	pthread_mutex_unlock(&conn->chan_lock);
+}
+
+void coffer__conn_close_channels(struct coffer__conn *conn)
+{
+	struct coffer__chanv *v;
+
+	pthread_mutex_lock(&conn->chan_lock);
+	while ((v = atomic_load_explicit(&conn->chans, memory_order_relaxed)) != NULL)
+		chan_close_locked(conn, v->v[v->n - 1], !conn->forked);
+	pthread_mutex_unlock(&conn->chan_lock);
+}
+
+void coffer__conn_fork_channels(struct coffer__conn *conn)
+{
+	struct coffer__chanv *v = atomic_load_explicit(&conn->chans, memory_order_relaxed);
+
+	/* Single-threaded fork child: the rings belong to the parent's threads. */
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		v->v[i]->forked = true;
+		v->v[i]->dead = true;
+	}
+}
+
+uint64_t coffer__conn_stray_replies(coffer_handle_t connh)
+{
+	struct coffer__conn *conn;
+	struct coffer__chanv *v;
+	uint64_t n = 0;
+
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	v = conn ? atomic_load_explicit(&conn->chans, memory_order_acquire) : NULL;
+	for (unsigned int i = 0; v && i < v->n; i++)
+		n += atomic_load_explicit(&v->v[i]->stray, memory_order_relaxed);
+	coffer__rcu_read_unlock();
+	return n;
+}

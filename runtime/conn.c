@@ -1,3 +1,635 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_conn_c;
+/*
+ * runtime/conn.c - connections to coffer-store: connect (HELLO, arena fd), the control
+ * socket, liveness, disconnect, flush, statistics, and fork.
+ *
+ * Design note.
+ *
+ * One SOCK_SEQPACKET socket per connection carries only control traffic: HELLO (the arena fd
+ * arrives once), CHANNEL_OPEN/CLOSE, QUERY. It is protected by ctl_lock (a mutex: exchanges
+ * block on the socket); the data path never touches it (channel.c). The arena is mapped
+ * once per process and keyed by its segment id, never by fd number (fd numbers are reused):
+ * a second connection to the same store shares the mapping (refcounted under
+ * coffer__client_lock).
+ *
+ * Liveness: a monitor thread per connection sleeps in poll() on the socket with no events
+ * requested (the kernel still reports POLLHUP/POLLERR) and on a private eventfd. When the
+ * store dies (or a ring shows a protocol violation, reported by coffer__conn_fail() from any
+ * context) the monitor marks the connection dead and completes every pending event with
+ * -ENOTCONN: a dead store never leaves a poller waiting on a doorbell nobody will ring. The
+ * monitor costs no CPU while the store is alive.
+ *
+ * Locks, in order: conn->chan_lock -> conn->ctl_lock; conn->chan_lock ->
+ * coffer__client_lock. Disconnect stops the monitor before taking chan_lock (the monitor
+ * takes chan_lock to fail channels), so joining it cannot deadlock.
+ *
+ * Memory ordering: conn->dead is written with a relaxed CAS (it is a hint for new requests;
+ * the channel's `dead`, set under its submit lock, is what orders failure against submits).
+ *
+ * Lifetime: the connection record lives in the handle hash (COFFER_HTYPE_CONN); lookups on
+ * the data path are RCU-only (no refcount traffic). Its memory and its arena reference are
+ * released by hl_free after coffer_disconnect() unlinked it, its last reference went, and a
+ * grace period passed.
+ *
+ * Fork: a child inherits the socket and the rings of its parent's connections but not the
+ * threads behind them. The child marks them dead and forked (never sends on the socket or
+ * touches the rings); it must coffer_connect() again (fio, for instance, forks its jobs).
+ *
+ * Source: Plasma's client (fd passed once, mapping cached by store-assigned id; its lesson
+ * that nothing the store sends may crash the client), libuv's async handle for the wakeup fd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/client.h"
+#include "runtime/proto_util.h"
+#include "runtime/rcu.h"
+
+/* Default publish threshold (requests queued before the ring's prod is published). */
+#define CONN_BATCH_DEFAULT 32u
+
+pthread_mutex_t coffer__client_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct coffer__conn *g_conns; /* under coffer__client_lock */
+static struct coffer__seg *g_segs;   /* under coffer__client_lock */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#define CONN_OF(l) ((struct coffer__conn *)((char *)(l)-offsetof(struct coffer__conn, link)))
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+static void conn_atfork_prepare(void)
+{
+	pthread_mutex_lock(&coffer__client_lock);
+}
+
+static void conn_atfork_parent(void)
+{
+	pthread_mutex_unlock(&coffer__client_lock);
+}
+
+static void conn_atfork_child(void)
+{
+	struct coffer__conn *c;
+
+	/* Only this thread exists now: locks other parent threads held stay held forever in
+	 * the child, so re-initialise the per-connection ones rather than take them. */
+	for (c = g_conns; c; c = c->gnext) {
+		c->forked = true;
+		c->monitor_started = false;
+		atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
+		pthread_mutex_init(&c->ctl_lock, NULL);
+		pthread_mutex_init(&c->chan_lock, NULL);
+		coffer__conn_fork_channels(c);
+	}
+	pthread_mutex_init(&coffer__client_lock, NULL);
+	coffer__obj_atfork_child();
+}
+
+static void conn_once(void)
+{
+	pthread_atfork(conn_atfork_prepare, conn_atfork_parent, conn_atfork_child);
+}
+
+/* ---- arena segments ------------------------------------------------------------------ */
+
+/* Maps (or shares) the arena of segment @id. Consumes @fd. */
+static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **segp)
+{
+	struct coffer__seg *s;
+	struct stat st;
+	int flags = MAP_SHARED;
+	const char *pop;
+	void *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&coffer__client_lock);
+	for (s = g_segs; s; s = s->next) {
+		if (s->id == id && s->bytes == bytes) {
+			s->refs++;
+			*segp = s;
+			goto out;
+		}
+	}
+	/* Never map past the end of the file: a later touch would be a SIGBUS. */
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+		rc = -EPROTO;
+		goto out;
+	}
+	/* Fill the page tables now (the store prefaulted the memory itself): the first
+	 * touch of each page would otherwise be paid inside a timed put. */
+	pop = getenv("COFFER_MAP_POPULATE");
+	if (!pop || strcmp(pop, "0") != 0)
+		flags |= MAP_POPULATE;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		free(s);
+		goto out;
+	}
+	s->id = id;
+	s->bytes = bytes;
+	s->base = p;
+	s->refs = 1;
+	s->next = g_segs;
+	g_segs = s;
+	*segp = s;
+out:
+	pthread_mutex_unlock(&coffer__client_lock);
+	close(fd);
+	return rc;
+}
+
+static void seg_put(struct coffer__seg *seg)
+{
+	struct coffer__seg **pp;
+	bool last = false;
+
+	pthread_mutex_lock(&coffer__client_lock);
+	if (--seg->refs == 0) {
+		for (pp = &g_segs; *pp; pp = &(*pp)->next)
+			if (*pp == seg) {
+				*pp = seg->next;
+				break;
+			}
+		last = true;
+	}
+	pthread_mutex_unlock(&coffer__client_lock);
+	if (last) {
+		munmap(seg->base, seg->bytes ? seg->bytes : 1);
+		free(seg);
+	}
+}
+
+/* ---- control socket ---------------------------------------------------------------- */
+
+int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body, uint32_t blen,
+		     int send_fd, uint16_t reply_type, void *rbody, uint32_t rlen, int *fds,
+		     unsigned int nfds)
+{
+	uint8_t out[sizeof(struct coffer_msg_hdr) + 256];
+	uint8_t in[sizeof(struct coffer_msg_hdr) + 512];
+	struct coffer_msg_hdr hdr;
+	int got_fds[COFFER_MSG_FDS_MAX];
+	unsigned int ngot, i;
+	long n;
+	int rc = -EPROTO;
+
+	if (blen > sizeof(out) - sizeof(hdr) || nfds > COFFER_MSG_FDS_MAX)
+		return -EINVAL;
+	for (i = 0; i < nfds; i++)
+		fds[i] = -1;
+	coffer__msg_hdr_init(&hdr, type, 0, (uint32_t)(sizeof(hdr) + blen));
+	memcpy(out, &hdr, sizeof(hdr));
+	if (blen)
+		memcpy(out + sizeof(hdr), body, blen);
+
+	pthread_mutex_lock(&conn->ctl_lock);
+	if (conn->forked) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
+			     0);
+	if (n < 0) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
+	for (int tries = 0; tries < 16; tries++) {
+		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
+				     0);
+		if (n == 0 || n == -ECONNRESET || n == -EPIPE || n == -EBADF) {
+			rc = -ENOTCONN;
+			goto out;
+		}
+		if (n < 0) {
+			rc = n == -EMSGSIZE ? -EPROTO : (int)n;
+			goto out;
+		}
+		rc = coffer__msg_check(in, (size_t)n, &hdr);
+		if (rc < 0) {
+			while (ngot)
+				close(got_fds[--ngot]);
+			goto out;
+		}
+		if (hdr.type == COFFER_MSG_ERROR) {
+			struct coffer_msg_error e;
+
+			memcpy(&e, in + sizeof(hdr), sizeof(e));
+			while (ngot)
+				close(got_fds[--ngot]);
+			rc = e.status < 0 && e.status >= -4095 ? e.status : -EPROTO;
+			goto out;
+		}
+		if (hdr.type != reply_type) {
+			while (ngot)
+				close(got_fds[--ngot]);
+			continue;
+		}
+		if (hdr.length - sizeof(hdr) != rlen || ngot != nfds) {
+			while (ngot)
+				close(got_fds[--ngot]);
+			rc = -EPROTO;
+			goto out;
+		}
+		if (rlen)
+			memcpy(rbody, in + sizeof(hdr), rlen);
+		for (i = 0; i < nfds; i++)
+			fds[i] = got_fds[i];
+		rc = 0;
+		goto out;
+	}
+	rc = -EPROTO;
+out:
+	pthread_mutex_unlock(&conn->ctl_lock);
+	return rc;
+}
+
+/* ---- liveness ---------------------------------------------------------------------- */
+
+static void conn_poke(struct coffer__conn *conn)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	do
+		r = write(conn->stop_fd, &one, sizeof(one));
+	while (r < 0 && errno == EINTR);
+}
+
+void coffer__conn_fail(struct coffer__conn *conn, int err)
+{
+	int zero = 0;
+
+	/* Relaxed: the monitor re-reads dead after its eventfd wakeup (the eventfd
+	 * write/read orders it), and channels order failure with their own locks. */
+	if (atomic_compare_exchange_strong_explicit(&conn->dead, &zero, err, memory_order_relaxed,
+						    memory_order_relaxed))
+		conn_poke(conn);
+}
+
+static void *conn_monitor(void *arg)
+{
+	struct coffer__conn *conn = arg;
+	bool failed = false;
+
+	for (;;) {
+		struct pollfd p[2] = {
+		    {.fd = conn->stop_fd, .events = POLLIN},
+		    /* No events: POLLHUP/POLLERR are reported anyway, data is left for
+		     * the control exchanges to read. */
+		    {.fd = conn->sock, .events = 0},
+		};
+		int dead, r;
+
+		r = poll(p, failed ? 1 : 2, -1);
+		if (r < 0)
+			continue; /* EINTR (signals are blocked here, but be safe) */
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(conn->stop_fd, &v, sizeof(v)) < 0) {
+				/* nothing to read: spurious */
+			}
+			if (atomic_load_explicit(&conn->stopping, memory_order_acquire))
+				break;
+		}
+		if (!failed && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
+			coffer__conn_fail(conn, -ENOTCONN);
+		dead = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+		if (dead && !failed) {
+			failed = true;
+			coffer__conn_fail_channels(conn, -ENOTCONN);
+		}
+	}
+	return NULL;
+}
+
+/* ---- connect / disconnect ----------------------------------------------------------- */
+
+static void conn_free(struct coffer_hlink *link)
+{
+	struct coffer__conn *conn = CONN_OF(link);
+
+	if (conn->seg)
+		seg_put(conn->seg);
+	pthread_mutex_destroy(&conn->ctl_lock);
+	pthread_mutex_destroy(&conn->chan_lock);
+	free(conn);
+}
+
+static uint32_t conn_env_batch(void)
+{
+	const char *s = getenv("COFFER_BATCH");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return CONN_BATCH_DEFAULT;
+	v = strtoul(s, &end, 10);
+	if (*end || v < 1 || v > COFFER_RING_ENTRIES_MAX)
+		return CONN_BATCH_DEFAULT;
+	return (uint32_t)v;
+}
+
+static int conn_socket(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	do
+		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0) {
+		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static int conn_start_monitor(struct coffer__conn *conn)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* The monitor must never run a host's signal handlers. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&conn->monitor, NULL, conn_monitor, conn);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	conn->monitor_started = true;
+	return 0;
+}
+
+static void conn_stop_monitor(struct coffer__conn *conn)
+{
+	if (!conn->monitor_started)
+		return;
+	/* Release: pairs with the monitor's acquire load after its wakeup. */
+	atomic_store_explicit(&conn->stopping, 1, memory_order_release);
+	conn_poke(conn);
+	pthread_join(conn->monitor, NULL);
+	conn->monitor_started = false;
+}
+
+/**
+ * coffer_connect() - connect to coffer-store and map its arena.
+ * @path: the store's socket path, NUL-terminated; NULL = the default ($COFFER_SOCKET, else
+ *        $XDG_RUNTIME_DIR/coffer.sock, /run/user/UID/coffer.sock, /tmp/coffer-UID.sock).
+ * @connh: out: the connection handle (COFFER_HTYPE_CONN).
+ *
+ * Says HELLO, receives the arena fd and maps the arena once per process (a second
+ * connection to the same store shares the mapping, keyed by segment id), and starts the
+ * connection's monitor thread (it completes pending events with -ENOTCONN if the store
+ * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
+ * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
+ * Environment (read here): COFFER_BATCH (requests queued before they are published without
+ * a poll or flush; default 32), COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
+ *
+ * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
+ * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
+ * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
+ * -ENOMEM; other -errno from socket(2), connect(2), mmap(2), pthread_create(3).
+ * Context: any thread; blocks for one round trip on the socket; not inside an RCU
+ * read-side section.
+ * Lifetime: the handle is valid until coffer_disconnect(); after a fork(), the child's copy
+ * is dead (every call gets -ENOTCONN) and the child must connect again.
+ * Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached by id).
+ */
+COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
+{
+	char defpath[108];
+	struct coffer__conn *conn;
+	struct coffer_hello_reply hello;
+	int fd, arena_fd = -1, rc;
+
+	if (!connh)
+		return -EINVAL;
+	if (!path) {
+		rc = coffer__default_socket_path(defpath, sizeof(defpath));
+		if (rc < 0)
+			return rc;
+		path = defpath;
+	}
+	pthread_once(&g_once, conn_once);
+	rc = coffer_init();
+	if (rc < 0)
+		return rc;
+	conn = calloc(1, sizeof(*conn));
+	if (!conn) {
+		rc = -ENOMEM;
+		goto err_fini;
+	}
+	conn->sock = -1;
+	conn->stop_fd = -1;
+	pthread_mutex_init(&conn->ctl_lock, NULL);
+	pthread_mutex_init(&conn->chan_lock, NULL);
+	conn->link.hl_free = conn_free;
+	conn->batch = conn_env_batch();
+
+	fd = conn_socket(path);
+	if (fd < 0) {
+		rc = fd;
+		goto err_free;
+	}
+	conn->sock = fd;
+	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
+			      sizeof(hello), &arena_fd, 1);
+	if (rc < 0)
+		goto err_free;
+	if (hello.arena_bytes == 0 || hello.max_channels == 0 ||
+	    hello.max_ring_entries < COFFER_RING_ENTRIES_MIN) {
+		close(arena_fd);
+		rc = -EPROTO;
+		goto err_free;
+	}
+	conn->segment = hello.segment;
+	conn->max_channels = hello.max_channels;
+	conn->max_ring_entries = hello.max_ring_entries;
+	rc = seg_get(hello.segment, hello.arena_bytes, arena_fd, &conn->seg);
+	if (rc < 0)
+		goto err_free;
+
+	conn->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (conn->stop_fd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	rc = conn_start_monitor(conn);
+	if (rc < 0)
+		goto err_free;
+	rc = coffer_hhash_insert(coffer_hhash_global(), &conn->link, COFFER_HTYPE_CONN, connh);
+	if (rc < 0)
+		goto err_free;
+	conn->self = *connh;
+	pthread_mutex_lock(&coffer__client_lock);
+	conn->gnext = g_conns;
+	g_conns = conn;
+	pthread_mutex_unlock(&coffer__client_lock);
+	return 0;
+
+err_free:
+	conn_stop_monitor(conn);
+	if (conn->stop_fd >= 0)
+		close(conn->stop_fd);
+	if (conn->sock >= 0)
+		close(conn->sock);
+	conn_free(&conn->link);
+err_fini:
+	coffer_fini();
+	return rc;
+}
+
+/**
+ * coffer_disconnect() - close a connection.
+ * @connh: a handle from coffer_connect().
+ *
+ * Closes the connection's channels (requests still in flight complete with -ENOTCONN on
+ * their EQs), stops the monitor and closes the socket; the store then releases every
+ * reference this connection held and aborts its unsealed objects. Object handles opened on
+ * it stay valid as local records (close them with coffer_obj_close()); every operation on
+ * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
+ * this call (the arena is unmapped when the last connection to it is gone).
+ *
+ * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
+ * connection handle, or the runtime is not initialised).
+ * Context: any thread; blocks (joins the monitor, waits an RCU grace period); must not be
+ * inside an RCU read-side section nor inside an EQ progress hook.
+ * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
+ */
+COFFER_API int coffer_disconnect(coffer_handle_t connh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+	struct coffer__conn *conn, **pp;
+	int zero = 0, rc;
+
+	if (!hh)
+		return -EINVAL;
+	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	if (rc < 0)
+		return rc;
+	conn = CONN_OF(link);
+	rc = coffer_hhash_delete(hh, link);
+	if (rc < 0) {
+		coffer_hhash_putref(hh, link);
+		return rc; /* another thread is disconnecting it */
+	}
+	pthread_mutex_lock(&coffer__client_lock);
+	for (pp = &g_conns; *pp; pp = &(*pp)->gnext)
+		if (*pp == conn) {
+			*pp = conn->gnext;
+			break;
+		}
+	pthread_mutex_unlock(&coffer__client_lock);
+
+	atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN, memory_order_relaxed,
+						memory_order_relaxed);
+	conn_stop_monitor(conn);
+	/* Closing the socket makes the store drop the channels, references and unsealed
+	 * objects of this client: no CHANNEL_CLOSE needed. */
+	coffer__conn_close_channels(conn);
+	close(conn->sock);
+	close(conn->stop_fd);
+	conn->sock = conn->stop_fd = -1;
+	coffer_hhash_putref(hh, link);
+	coffer_fini();
+	return 0;
+}
+
+/**
+ * coffer_flush() - publish every queued request of a connection now.
+ * @connh: a connection handle.
+ *
+ * Asynchronous calls queue their requests in the channel of their EQ and publish them as
+ * one batch when COFFER_BATCH requests are queued, when the EQ is polled, or here. The
+ * store's doorbell is rung only if the store sleeps.
+ *
+ * Return: 0; -ENOENT (no such connection); -EINVAL (runtime not initialised or not a
+ * connection handle); -ENOTCONN (the store is gone).
+ * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
+ */
+COFFER_API int coffer_flush(coffer_handle_t connh)
+{
+	struct coffer__conn *conn;
+	int rc = 0;
+
+	if (!coffer_hhash_global())
+		return -EINVAL;
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (!conn)
+		rc = -ENOENT;
+	else if ((rc = atomic_load_explicit(&conn->dead, memory_order_relaxed)) == 0)
+		coffer__conn_flush_channels(conn);
+	coffer__rcu_read_unlock();
+	return rc;
+}
+
+/**
+ * coffer_store_query() - read the store's statistics.
+ * @connh: a connection handle.
+ * @info: out: capacity, used bytes, objects by state, clients, evictions, hugepages,
+ *        protocol version.
+ *
+ * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
+ * such connection); -ENOTCONN (store gone); -EPROTO (malformed reply).
+ * Context: any thread; one round trip on the control socket (takes its mutex).
+ */
+COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+	struct coffer__conn *conn;
+	int rc;
+
+	if (!hh || !info)
+		return -EINVAL;
+	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	if (rc < 0)
+		return rc;
+	conn = CONN_OF(link);
+	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+	if (rc == 0)
+		rc = coffer__conn_ctl(conn, COFFER_MSG_QUERY, NULL, 0, -1, COFFER_MSG_QUERY_REPLY,
+				      info, sizeof(*info), NULL, 0);
+	coffer_hhash_putref(hh, link);
+	return rc;
+}
+
+struct coffer__conn *coffer__conn_lookup_rcu(coffer_handle_t connh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+
+	if (!hh)
+		return NULL;
+	link = coffer_hhash_lookup_rcu(hh, connh, COFFER_HTYPE_CONN);
+	return link ? CONN_OF(link) : NULL;
+}

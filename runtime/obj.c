@@ -1,3 +1,615 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_obj_c;
+/*
+ * runtime/obj.c - object handles and the object operations of the client API
+ * (coffer_obj_*), over the batched channel (channel.c).
+ *
+ * Design note.
+ *
+ * Object handles are local: coffer_obj_open() inserts a small record (ObjectID + connection
+ * cookie) into the process handle hash under COFFER_HTYPE_OBJ and does no IPC; the store
+ * learns about an object only when an operation runs. Records come from a per-thread cache
+ * refilled from a process-wide lock-free stack (ck_stack: push_upmc by the RCU callback
+ * that frees a record, batch_pop_upmc (one atomic exchange, no ABA) by a thread whose cache
+ * is empty), so an open/close loop on many threads never touches malloc's locks after
+ * warm-up and frees made by the call_rcu worker flow back to the threads that open.
+ * Records are never returned to malloc: memory is bounded by the peak number of handles.
+ *
+ * Operations resolve the object handle and the connection inside one RCU read-side section
+ * with lookups that write no shared cache line (no refcount traffic), copy the ObjectID and
+ * connection cookie out, and hand a request description to the channel.
+ *
+ * One path, not two: an operation with an event is queued on the channel of that event's
+ * EQ and returns at once; with ev == NULL the same asynchronous call is made with a hidden
+ * per-thread event on a hidden per-thread EQ (created on first use, destroyed at thread
+ * exit by a pthread key destructor), followed by a wait on that EQ. The wait polls, so it
+ * publishes the request and sleeps on the EQ's doorbell until the reply arrives.
+ *
+ * Memory ordering: none of its own beyond the handle hash's (RCU) and the channel's.
+ * Thread-local state is touched only by its thread (and by the fork child handler, when the
+ * child is single-threaded).
+ *
+ * Source: DAOS's daos_obj_open (local handle, no RPC) and its synchronous calls made of the
+ * asynchronous ones plus a wait on a private event (dc_task / daos_event_priv).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ck_stack.h>
+
+#include "eventq/event_internal.h"
+#include "runtime/client.h"
+#include "runtime/rcu.h"
+
+struct obj_rec {
+	struct coffer_hlink link;
+	struct coffer_oid oid;
+	coffer_handle_t connh;
+	ck_stack_entry_t fentry; /* free-list link while cached */
+};
+
+#define REC_OF_LINK(l) ((struct obj_rec *)((char *)(l)-offsetof(struct obj_rec, link)))
+
+/* ---- record cache ---------------------------------------------------------------------- */
+
+static ck_stack_t g_free_recs = CK_STACK_INITIALIZER;
+
+/* Per-thread cache (a chain taken from g_free_recs in one exchange). */
+static __thread ck_stack_entry_t *t_recs;
+static __thread bool t_recs_key_set;
+
+static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_recs_key;
+static pthread_key_t g_ctx_key;
+
+static void recs_thread_exit(void *arg)
+{
+	(void)arg;
+	/* Hand the rest of this thread's cache back to everyone. */
+	while (t_recs) {
+		ck_stack_entry_t *e = t_recs;
+
+		t_recs = e->next;
+		ck_stack_push_upmc(&g_free_recs, e);
+	}
+}
+
+static void ctx_thread_exit(void *arg);
+
+static void keys_once(void)
+{
+	pthread_key_create(&g_recs_key, recs_thread_exit);
+	pthread_key_create(&g_ctx_key, ctx_thread_exit);
+}
+
+static void rec_free(struct coffer_hlink *link)
+{
+	struct obj_rec *r = REC_OF_LINK(link);
+
+	coffer__rcu_gp_acquire();
+	ck_stack_push_upmc(&g_free_recs, &r->fentry);
+}
+
+static struct obj_rec *rec_alloc(void)
+{
+	ck_stack_entry_t *e = t_recs;
+
+	if (!e) {
+		e = ck_stack_batch_pop_upmc(&g_free_recs);
+		if (e && !t_recs_key_set) {
+			pthread_once(&g_keys_once, keys_once);
+			pthread_setspecific(g_recs_key, (void *)1);
+			t_recs_key_set = true;
+		}
+	}
+	if (e) {
+		t_recs = e->next;
+		return (struct obj_rec *)((char *)e - offsetof(struct obj_rec, fentry));
+	}
+	return malloc(sizeof(struct obj_rec));
+}
+
+/* Frees what is cached when the library is unloaded or the process exits normally. */
+__attribute__((destructor)) static void recs_cleanup(void)
+{
+	ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&g_free_recs);
+
+	while (t_recs) {
+		ck_stack_entry_t *x = t_recs;
+
+		t_recs = x->next;
+		free((char *)x - offsetof(struct obj_rec, fentry));
+	}
+	while (e) {
+		ck_stack_entry_t *x = e;
+
+		e = e->next;
+		free((char *)x - offsetof(struct obj_rec, fentry));
+	}
+}
+
+/* ---- the hidden per-thread EQ of blocking calls --------------------------------------- */
+
+struct obj_ctx {
+	coffer_handle_t eqh;
+	struct coffer_event ev;
+	bool stale; /* inherited across fork(): replace before use */
+};
+
+static __thread struct obj_ctx *t_ctx;
+
+static void ctx_destroy(struct obj_ctx *c)
+{
+	coffer_event_fini(&c->ev);
+	coffer_eq_destroy(c->eqh, COFFER_EQ_FORCE);
+	free(c);
+}
+
+static void ctx_thread_exit(void *arg)
+{
+	struct obj_ctx *c = arg;
+
+	if (c && c == t_ctx) {
+		t_ctx = NULL;
+		ctx_destroy(c);
+	}
+}
+
+static int ctx_get(struct obj_ctx **cp)
+{
+	struct obj_ctx *c = t_ctx;
+	int rc;
+
+	if (c && c->stale) {
+		t_ctx = NULL;
+		pthread_setspecific(g_ctx_key, NULL);
+		ctx_destroy(c);
+		c = NULL;
+	}
+	if (c) {
+		*cp = c;
+		return 0;
+	}
+	pthread_once(&g_keys_once, keys_once);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	rc = coffer_eq_create(&c->eqh);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	rc = coffer_event_init(&c->ev, c->eqh, NULL);
+	if (rc < 0) {
+		coffer_eq_destroy(c->eqh, 0);
+		free(c);
+		return rc;
+	}
+	t_ctx = c;
+	pthread_setspecific(g_ctx_key, c);
+	*cp = c;
+	return 0;
+}
+
+void coffer__obj_atfork_child(void)
+{
+	/* The hidden EQ's wake eventfd is shared with the parent's copy of it: a wakeup could
+	 * be eaten by the other process. Replace it on the next blocking call. */
+	if (t_ctx)
+		t_ctx->stale = true;
+}
+
+/* ---- one path for every operation ---------------------------------------------------- */
+
+/* @launched (may be NULL): out: whether the requests went out (then @bulk is not ours). */
+static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsigned int n,
+		    struct coffer__bulk *bulk, struct coffer_event *ev, bool *launched)
+{
+	struct obj_ctx *c;
+	struct coffer_event *done;
+	int rc;
+
+	if (launched)
+		*launched = false;
+	if (ev) {
+		if (bulk)
+			bulk->ev = ev;
+		rc = coffer__chan_submit(connh, ev, reqs, n, bulk);
+		if (rc == 0 && launched)
+			*launched = true;
+		return rc;
+	}
+	for (int attempt = 0;; attempt++) {
+		rc = ctx_get(&c);
+		if (rc < 0)
+			return rc;
+		if (bulk)
+			bulk->ev = &c->ev;
+		rc = coffer__chan_submit(connh, &c->ev, reqs, n, bulk);
+		/* The hidden EQ vanished under us (coffer_fini() + coffer_init()): renew it once.
+		 */
+		if ((rc == -ENOENT || rc == -EINVAL) && attempt == 0) {
+			c->stale = true;
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		break;
+	}
+	if (launched)
+		*launched = true;
+	/* Launched: the result arrives through the event, whatever happens to the store (its
+	 * death completes it with -ENOTCONN), so this wait ends. */
+	for (;;) {
+		rc = coffer_eq_poll(c->eqh, 1, -1, 1, &done);
+		if (rc == 1)
+			break;
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+			return rc;
+	}
+	return c->ev.ev_error;
+}
+
+/* Copies the ObjectID and connection of @oh. Return: 0, -ENOENT or -EINVAL. */
+static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+	int rc = -ENOENT;
+
+	if (!hh)
+		return -EINVAL;
+	coffer__rcu_read_lock();
+	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);
+	if (link) {
+		const struct obj_rec *r = REC_OF_LINK(link);
+
+		*oid = r->oid;
+		*connh = r->connh;
+		rc = 0;
+	}
+	coffer__rcu_read_unlock();
+	return rc;
+}
+
+static int obj_simple(coffer_handle_t oh, uint16_t op, uint16_t flags, struct coffer_event *ev)
+{
+	struct coffer_oid oid;
+	coffer_handle_t connh;
+	struct coffer__reqd d = {.op = op, .flags = flags, .oid = &oid};
+	int rc = obj_resolve(oh, &oid, &connh);
+
+	if (rc < 0)
+		return rc;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+static int oid_simple(coffer_handle_t connh, const struct coffer_oid *oid, uint16_t op,
+		      enum coffer__out out, void *ptr, struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = op, .oid = &copy, .out = out, .ptr = ptr};
+
+	if (!oid)
+		return -EINVAL;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/* ---- handles ------------------------------------------------------------------------ */
+
+/**
+ * coffer_obj_open() - create a local handle for an object of a connection (no IPC).
+ * @connh: a connection from coffer_connect().
+ * @oid: the 20-byte ObjectID (copied; any value, all-zero included).
+ * @flags: must be 0 (reserved).
+ * @oh: out: the object handle (COFFER_HTYPE_OBJ).
+ *
+ * The handle names (connection, ObjectID) for coffer_obj_create/seal/abort/get/release. The
+ * object need not exist. Opening the same ID twice gives two independent handles.
+ *
+ * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, runtime not initialised); -ENOENT
+ * (no such connection); -ENOTCONN (the connection is dead); -ENOMEM.
+ * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
+ * syscall, no store round trip.
+ * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
+ * closing it (release them first, or disconnect).
+ * Source: DAOS daos_obj_open (a local handle, no RPC).
+ */
+COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *oid,
+			       unsigned int flags, coffer_handle_t *oh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer__conn *conn;
+	struct obj_rec *r;
+	int rc = 0;
+
+	if (!hh || !oid || !oh || flags != 0)
+		return -EINVAL;
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (!conn)
+		rc = -ENOENT;
+	else
+		rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+	coffer__rcu_read_unlock();
+	if (rc < 0)
+		return rc;
+	r = rec_alloc();
+	if (!r)
+		return -ENOMEM;
+	memset(&r->link, 0, sizeof(r->link));
+	r->link.hl_free = rec_free;
+	r->oid = *oid;
+	r->connh = connh;
+	rc = coffer_hhash_insert(hh, &r->link, COFFER_HTYPE_OBJ, oh);
+	if (rc < 0) {
+		/* never published: straight back to this thread's cache */
+		r->fentry.next = t_recs;
+		t_recs = &r->fentry;
+	}
+	return rc;
+}
+
+/**
+ * coffer_obj_close() - destroy a local object handle (no IPC).
+ * @oh: a handle from coffer_obj_open().
+ *
+ * Return: 0; -ENOENT (no such handle, or already closed); -EINVAL (not an object handle,
+ * runtime not initialised).
+ * Context: any thread; one bucket lock of the handle hash.
+ * Lifetime: the record is recycled after an RCU grace period (operations running
+ * concurrently on @oh finish safely; later ones get -ENOENT).
+ */
+COFFER_API int coffer_obj_close(coffer_handle_t oh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+	int rc;
+
+	if (!hh)
+		return -EINVAL;
+	rc = coffer_hhash_lookup(hh, oh, COFFER_HTYPE_OBJ, &link);
+	if (rc < 0)
+		return rc;
+	rc = coffer_hhash_delete(hh, link);
+	coffer_hhash_putref(hh, link);
+	return rc;
+}
+
+/* ---- operations on a handle -------------------------------------------------------- */
+
+/*
+ * Common to every operation below:
+ *  - @ev NULL: blocks until the store answered; the return value is the store's result.
+ *  - @ev given (initialised on an EQ, READY): returns at once. 0 means launched: the
+ *    result is in ev->ev_error when the event completes on its EQ (outputs are written
+ *    before that); a negative return means the event was NOT launched (-EAGAIN: the
+ *    EQ's channel is full, poll it and retry; -EBUSY: the event is not READY).
+ *  - A connection that dies completes launched events with -ENOTCONN.
+ *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
+ *    EQ progress hook. The first call per (connection, EQ) opens a channel (one control
+ *    round trip).
+ */
+
+/**
+ * coffer_obj_create() - create a writable object of @size bytes in the store.
+ * @oh: object handle.
+ * @size: bytes (0 allowed).
+ * @flags: 0 or COFFER_CREATE_REPLACE (the seal atomically replaces a sealed object of the
+ *         same ID; until then readers see the old one).
+ * @data: out: writable pointer into the arena (set when the result is 0).
+ * @ev: NULL (blocking) or an event (asynchronous).
+ *
+ * The creator holds one reference; write the object, then coffer_obj_seal() (or
+ * coffer_obj_abort()).
+ * Return (or ev_error): 0; -EINVAL (bad arguments or flags); -ENOENT/-EINVAL (bad handle);
+ * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
+ * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
+ * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
+ * Lifetime: *@data is valid until the object is sealed and released, or aborted.
+ * Source: Plasma's PlasmaClient::Create.
+ */
+COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int flags, void **data,
+				 struct coffer_event *ev)
+{
+	struct coffer_oid oid;
+	coffer_handle_t connh;
+	struct coffer__reqd d = {.op = COFFER_OP_CREATE,
+				 .oid = &oid,
+				 .size = size,
+				 .out = COFFER__OUT_CREATE,
+				 .ptr = data};
+	int rc;
+
+	if (!data || (flags & ~COFFER_CREATE_REPLACE))
+		return -EINVAL;
+	d.flags = (uint16_t)flags;
+	rc = obj_resolve(oh, &oid, &connh);
+	if (rc < 0)
+		return rc;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/**
+ * coffer_obj_seal() - make the caller's created object immutable and visible to all.
+ * @oh: object handle.
+ * @flags: 0 or COFFER_SEAL_RELEASE (also drop the creator's reference).
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such unsealed object); -EPERM (not the
+ * creator); -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
+ * Source: Plasma's PlasmaClient::Seal.
+ */
+COFFER_API int coffer_obj_seal(coffer_handle_t oh, unsigned int flags, struct coffer_event *ev)
+{
+	if (flags & ~COFFER_SEAL_RELEASE)
+		return -EINVAL;
+	return obj_simple(oh, COFFER_OP_SEAL, (uint16_t)flags, ev);
+}
+
+/**
+ * coffer_obj_abort() - discard the caller's unsealed object (frees its memory).
+ * @oh: object handle.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such object); -EPERM (not the creator);
+ * -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
+ * Lifetime: the pointer from create is invalid once this succeeded.
+ */
+COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev)
+{
+	return obj_simple(oh, COFFER_OP_ABORT, 0, ev);
+}
+
+/**
+ * coffer_obj_get() - get a read-only pointer to a sealed object (takes a reference).
+ * @oh: object handle.
+ * @timeout_us: wait this long for the object to be created and sealed; 0 = do not wait,
+ *              negative = forever. The store waits, never the client's thread (unless @ev
+ *              is NULL, then the caller blocks up to that long).
+ * @data: out: pointer into the arena (set when the result is 0).
+ * @size: out (may be NULL): the object's size in bytes.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
+ * -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's offset/size lies outside the arena).
+ * Lifetime: *@data stays valid until the matching coffer_obj_release().
+ * Source: Plasma's PlasmaClient::Get.
+ */
+COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void **data,
+			      uint64_t *size, struct coffer_event *ev)
+{
+	struct coffer_oid oid;
+	coffer_handle_t connh;
+	struct coffer__reqd d = {.op = COFFER_OP_GET,
+				 .oid = &oid,
+				 .timeout_us = timeout_us,
+				 .out = COFFER__OUT_GET,
+				 .ptr = (void *)data,
+				 .size_out = size};
+	int rc;
+
+	if (!data)
+		return -EINVAL;
+	rc = obj_resolve(oh, &oid, &connh);
+	if (rc < 0)
+		return rc;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/**
+ * coffer_obj_release() - drop one reference this client holds on the object.
+ * @oh: object handle.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
+ * -ENOTCONN; -EAGAIN (@ev only).
+ * Lifetime: pointers from the get (or create) this reference came with become invalid.
+ */
+COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev)
+{
+	return obj_simple(oh, COFFER_OP_RELEASE, 0, ev);
+}
+
+/* ---- operations by ObjectID ----------------------------------------------------------- */
+
+/**
+ * coffer_obj_get_bulk() - get up to COFFER_GET_BULK_MAX objects in one batch.
+ * @connh: a connection.
+ * @oids: @n ObjectIDs (duplicates allowed: each takes one reference).
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @timeout_us: per object, as for coffer_obj_get().
+ * @bufs: out: @n results; bufs[i].status is 0 (data, size set), -ENOENT (missing or
+ *        unsealed at the timeout; data NULL) or another -errno.
+ * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
+ *
+ * All requests go in one batch; each ID that was found holds a reference (release with
+ * coffer_obj_release_oid()).
+ * Return (or ev_error): 0 when every ID got an answer (see bufs[].status); -EINVAL (bad
+ * arguments); -ENOENT (no such connection); -ENOTCONN; -EAGAIN (fewer than @n free slots in
+ * the channel, @ev only); -ENOMEM.
+ */
+COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,
+				   struct coffer_event *ev)
+{
+	struct coffer__reqd d[COFFER_GET_BULK_MAX];
+	struct coffer_oid copy[COFFER_GET_BULK_MAX];
+	struct coffer__bulk *bulk;
+	bool launched;
+	int rc;
+
+	if (!oids || !bufs || n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	bulk = malloc(sizeof(*bulk));
+	if (!bulk)
+		return -ENOMEM;
+	atomic_init(&bulk->remaining, n);
+	atomic_init(&bulk->error, 0);
+	bulk->ev = NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		copy[i] = oids[i];
+		d[i] = (struct coffer__reqd){.op = COFFER_OP_GET,
+					     .oid = &copy[i],
+					     .timeout_us = timeout_us,
+					     .out = COFFER__OUT_BULK,
+					     .buf = &bufs[i]};
+	}
+	rc = obj_exec(connh, d, n, bulk, ev, &launched);
+	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
+	if (!launched)
+		free(bulk);
+	return rc;
+}
+
+/**
+ * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @ev: NULL (blocking) or an event.
+ *
+ * For references taken by coffer_obj_get_bulk() (no handle needed).
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held, or no such connection);
+ * -ENOTCONN; -EAGAIN (@ev only).
+ */
+COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				      struct coffer_event *ev)
+{
+	return oid_simple(connh, oid, COFFER_OP_RELEASE, COFFER__OUT_NONE, NULL, ev);
+}
+
+/**
+ * coffer_obj_delete() - delete a sealed object.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @ev: NULL (blocking) or an event.
+ *
+ * New gets stop seeing it at once; its memory is freed after its last release.
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (not present or not sealed); -EBUSY (still
+ * being created); -ENOTCONN; -EAGAIN (@ev only).
+ */
+COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid *oid,
+				 struct coffer_event *ev)
+{
+	return oid_simple(connh, oid, COFFER_OP_DELETE, COFFER__OUT_NONE, NULL, ev);
+}
+
+/**
+ * coffer_obj_contains() - whether a sealed object of that ID is present.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @present: out: true when sealed and present.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such connection); -ENOTCONN; -EAGAIN.
+ */
+COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
+				   bool *present, struct coffer_event *ev)
+{
+	if (!present)
+		return -EINVAL;
+	return oid_simple(connh, oid, COFFER_OP_CONTAINS, COFFER__OUT_CONTAINS, present, ev);
+}
