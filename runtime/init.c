@@ -1,3 +1,127 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_init_c;
+/*
+ * runtime/init.c - coffer_init()/coffer_fini(): the reference-counted process runtime and
+ * the process handle hash.
+ *
+ * Design note
+ * -----------
+ * init_mu guards init_refs and the creation/removal of the global handle hash. The pointer
+ * itself is read without the mutex by coffer_hhash_global(): stored with RELEASE after the
+ * hash is fully built, loaded with ACQUIRE (pairs with it). The last fini unpublishes the
+ * hash under init_mu and destroys it after dropping init_mu: destroy waits for a grace period
+ * and for call_rcu callbacks, which may themselves use coffer, and fork-prepare takes init_mu
+ * after parking the call_rcu workers - holding init_mu across the barrier could deadlock.
+ * Environment overrides are read once, by the first coffer_init() of the process:
+ *   COFFER_HHASH_BUCKETS_LOG2 (1..26), COFFER_HHASH_LOCKS_LOG2 (1..buckets_log2),
+ *   COFFER_RCU_PERCPU=1 (per-CPU call_rcu workers, see runtime/rcu.c).
+ * Lock order: init_mu -> table list mutex (hash creation).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <coffer/common.h>
+#include <coffer/hash.h>
+
+#include "runtime/rcu.h"
+
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long init_refs;		    /* init_mu */
+static struct coffer_hhash *global_hh;	    /* written under init_mu; RELEASE/ACQUIRE */
+static struct coffer_htab_params hh_params; /* init_mu; from the environment */
+static bool env_read;			    /* init_mu */
+
+static uint32_t env_log2(const char *name, uint32_t max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoul(s, &end, 10);
+	if (*end || v > max)
+		return 0; /* ignored: default */
+	return (uint32_t)v;
+}
+
+static void read_env(void)
+{
+	hh_params.buckets_log2 = env_log2("COFFER_HHASH_BUCKETS_LOG2", 26);
+	hh_params.locks_log2 = env_log2("COFFER_HHASH_LOCKS_LOG2", 26);
+	if (hh_params.buckets_log2 && hh_params.locks_log2 > hh_params.buckets_log2)
+		hh_params.locks_log2 = 0;
+	if (!hh_params.buckets_log2 && hh_params.locks_log2 > 12)
+		hh_params.locks_log2 = 0;
+	env_read = true;
+}
+
+COFFER_API int coffer_init(void)
+{
+	struct coffer_hhash *hh;
+	int rc = 0;
+
+	pthread_mutex_lock(&init_mu);
+	if (init_refs == 0) {
+		if (!env_read)
+			read_env();
+		rc = coffer__rcu_setup();
+		if (rc == 0)
+			rc = coffer_hhash_create(&hh_params, &hh);
+		if (rc) {
+			pthread_mutex_unlock(&init_mu);
+			return rc == -EINVAL ? -ENOMEM : rc;
+		}
+		__atomic_store_n(&global_hh, hh, __ATOMIC_RELEASE);
+	}
+	init_refs++;
+	pthread_mutex_unlock(&init_mu);
+	return 0;
+}
+
+COFFER_API int coffer_fini(void)
+{
+	struct coffer_hhash *hh = NULL;
+
+	/* rcu_barrier() inside a read-side section would wait for itself: refuse. */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
+	pthread_mutex_lock(&init_mu);
+	if (init_refs == 0) {
+		pthread_mutex_unlock(&init_mu);
+		return -EINVAL;
+	}
+	if (--init_refs == 0) {
+		hh = global_hh;
+		__atomic_store_n(&global_hh, NULL, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&init_mu);
+	if (hh) {
+		/* Drain: remaining handles are released; records their users still hold are
+		 * freed when released (see coffer_htab_destroy). Cannot fail: not in a read-side
+		 * section, drain set. */
+		(void)coffer_hhash_destroy(hh, true);
+	}
+	(void)coffer__rcu_barrier();
+	return 0;
+}
+
+COFFER_API struct coffer_hhash *coffer_hhash_global(void)
+{
+	return __atomic_load_n(&global_hh, __ATOMIC_ACQUIRE);
+}
+
+void coffer__init_atfork_prepare(void)
+{
+	pthread_mutex_lock(&init_mu);
+}
+
+void coffer__init_atfork_parent(void)
+{
+	pthread_mutex_unlock(&init_mu);
+}
+
+void coffer__init_atfork_child(void)
+{
+	pthread_mutex_init(&init_mu, NULL);
+}

@@ -1,3 +1,126 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_runtime_rcu_c;
+/*
+ * runtime/rcu.c - coffer's RCU foundation: which liburcu flavour, thread registration,
+ * fork handlers, and the barrier used at destroy/fini.
+ *
+ * Design note
+ * -----------
+ * Why urcu-bp ("bulletproof") and not memb/mb/qsbr. coffer is a library living in threads it
+ * did not create (fio jobs, application pools, threads that exit without telling anyone):
+ *  - bp registers a thread lazily inside its first read_lock and unregisters it from a
+ *    pthread key destructor at thread exit. With memb, a read lock on an unregistered thread
+ *    silently protects nothing, and a thread that exits registered leaves a stale reader.
+ *    A thread that exits without calling anything therefore never stalls a grace period
+ *    (tested: tests/hashtable/test_runtime.c).
+ *  - registration is idempotent; and bp's symbols (urcu_bp_*) and registry are separate from
+ *    every other flavour's, so a host that registers its threads with memb or qsbr cannot
+ *    make coffer's registration abort (memb aborts on double registration of its own kind).
+ *  - bp provides the fork hooks (urcu_bp_before_fork/after_fork_*); memb has none.
+ *  Cost: a bp read lock is a TLS check plus a counter store (~2-3 ns with membarrier;
+ *  a full fence per section where membarrier(2) is unavailable - slower, still correct).
+ *
+ * Fork. liburcu does not install fork handlers itself; coffer installs one set, once, that
+ * brackets fork in this order (prepare; the reverse on the way out):
+ *   1. urcu_bp_call_rcu_before_fork(): park the call_rcu workers between callbacks, so no
+ *      callback (which may take coffer locks) runs while we hold them;
+ *   2. urcu_bp_before_fork(): take urcu-bp's grace-period and registry locks (so no grace
+ *      period is half done; before coffer's locks because a reader blocked on a coffer lock
+ *      could hold up a synchronize_rcu that holds the gp lock);
+ *   3. coffer's locks: init mutex -> table list + every stripe -> reclamation registry + every
+ *      thread's batch lock. Nothing under these locks registers with urcu-bp or calls
+ *      call_rcu, so step 2's locks cannot be waited for under them.
+ * In the child, urcu_bp_after_fork_child() drops the readers of threads that do not exist
+ * there, coffer re-initialises its mutexes and marks other threads' batches as orphans
+ * (flushed by the next barrier), and call_rcu_after_fork_child() starts a fresh worker.
+ * Caveat: a host that also brackets fork with urcu_bp_before_fork() itself would take the
+ * gp lock twice; hosts doing so must not use coffer across fork (none known).
+ *
+ * dlclose. libcoffer.so is linked with -z nodelete: the call_rcu worker, the pthread key
+ * destructors and these fork handlers point into it, so it must stay mapped.
+ *
+ * Barrier. coffer__rcu_barrier() first hands every thread's partial reclamation batch to
+ * call_rcu, then urcu_bp_barrier() waits for all queued callbacks. It must run outside any
+ * read-side section (rcu_barrier would wait for itself) and not on a call_rcu worker.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <coffer/hash.h>
+
+#include "hashtable/htab_internal.h"
+#include "runtime/rcu.h"
+
+#ifdef COFFER__TSAN
+char coffer__rcu_gp_sync;
+#endif
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static int setup_rc;
+
+static void atfork_prepare(void)
+{
+	urcu_bp_call_rcu_before_fork();
+	urcu_bp_before_fork();
+	coffer__init_atfork_prepare();
+	coffer__htab_atfork_prepare();
+	coffer__reclaim_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	coffer__reclaim_atfork_parent();
+	coffer__htab_atfork_parent();
+	coffer__init_atfork_parent();
+	urcu_bp_after_fork_parent();
+	urcu_bp_call_rcu_after_fork_parent();
+}
+
+static void atfork_child(void)
+{
+	coffer__reclaim_atfork_child();
+	coffer__htab_atfork_child();
+	coffer__init_atfork_child();
+	urcu_bp_after_fork_child();
+	urcu_bp_call_rcu_after_fork_child();
+}
+
+static void setup(void)
+{
+	const char *e = getenv("COFFER_RCU_PERCPU");
+
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0) {
+		setup_rc = -ENOMEM;
+		return;
+	}
+	/* Opt-in per-CPU call_rcu workers: frees spread over CPUs under write-heavy load, at
+	 * the price of one thread per CPU in the host. Failure leaves the default worker. */
+	if (e && strcmp(e, "1") == 0)
+		(void)urcu_bp_create_all_cpu_call_rcu_data(0);
+}
+
+int coffer__rcu_setup(void)
+{
+	pthread_once(&setup_once, setup);
+	return setup_rc;
+}
+
+int coffer__rcu_barrier(void)
+{
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
+	coffer__reclaim_flush_all();
+	urcu_bp_barrier();
+	return 0;
+}
+
+COFFER_API void coffer_rcu_read_lock(void)
+{
+	coffer__rcu_read_lock();
+}
+
+COFFER_API void coffer_rcu_read_unlock(void)
+{
+	coffer__rcu_read_unlock();
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * runtime/rcu.h - coffer's private RCU layer: urcu-bp read-side markers (inlined), the
+ * process-wide set-up (fork handlers), and a barrier that also flushes coffer's batched
+ * reclamation. See runtime/rcu.c for why urcu-bp and how fork is handled.
+ *
+ * This is the one piece of runtime/ that lower layers (hashtable/) use: it is the RCU
+ * foundation of the whole library, not part of the store connection.
+ */
+#ifndef COFFER_RUNTIME_RCU_H
+#define COFFER_RUNTIME_RCU_H
+
+#include <stdbool.h>
+
+#include <urcu/urcu-bp.h>
+
+/*
+ * ThreadSanitizer cannot see liburcu's grace periods (they are made of inline-asm barriers
+ * and membarrier(2) inside an uninstrumented library) nor the hand-off of a callback to the
+ * call_rcu worker. In TSan builds coffer states them explicitly: every read-side section
+ * ends with a release on coffer__rcu_gp_sync, every reclamation callback starts with an
+ * acquire of it (a grace period has elapsed, so every section that could see the record has
+ * ended), and each call_rcu hand-off is a release/acquire on the rcu_head. This is exact for
+ * coffer's own sections and over-approximates (may hide, never invent) races.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define COFFER__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define COFFER__TSAN 1
+#endif
+#endif
+
+#ifdef COFFER__TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+extern char coffer__rcu_gp_sync;
+#define coffer__tsan_acquire(p) __tsan_acquire((void *)(p))
+#define coffer__tsan_release(p) __tsan_release((void *)(p))
+#else
+#define coffer__tsan_acquire(p) ((void)(p))
+#define coffer__tsan_release(p) ((void)(p))
+#endif
+
+/* Enter a read-side section; registers the calling thread with urcu-bp on first use. */
+static inline void coffer__rcu_read_lock(void)
+{
+	urcu_bp_read_lock();
+}
+
+static inline void coffer__rcu_read_unlock(void)
+{
+#ifdef COFFER__TSAN
+	__tsan_release(&coffer__rcu_gp_sync);
+#endif
+	urcu_bp_read_unlock();
+}
+
+/* Called first thing in every RCU callback that frees coffer memory. */
+static inline void coffer__rcu_gp_acquire(void)
+{
+#ifdef COFFER__TSAN
+	__tsan_acquire(&coffer__rcu_gp_sync);
+#endif
+}
+
+static inline bool coffer__rcu_read_ongoing(void)
+{
+	return urcu_bp_read_ongoing() != 0;
+}
+
+/*
+ * coffer__rcu_setup() - once per process: install the fork handlers (and per-CPU call_rcu
+ * workers when COFFER_RCU_PERCPU=1).
+ * Return: 0, or -ENOMEM when pthread_atfork() failed (then fork() is not safe).
+ * Context: any thread; idempotent and thread-safe.
+ */
+int coffer__rcu_setup(void);
+
+/*
+ * coffer__rcu_barrier() - hand every thread's pending reclamation batch to call_rcu, then
+ * wait for all queued RCU callbacks (urcu_bp_barrier()).
+ * Return: 0, or -EINVAL when called inside a read-side section (it would deadlock).
+ * Context: any thread except a call_rcu worker; not inside a read-side section.
+ */
+int coffer__rcu_barrier(void);
+
+/* Fork hooks of the other runtime pieces, called by rcu.c in a fixed order. */
+void coffer__init_atfork_prepare(void);
+void coffer__init_atfork_parent(void);
+void coffer__init_atfork_child(void);
+
+#endif /* COFFER_RUNTIME_RCU_H */

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Process-runtime tests: threads that exit without telling coffer anything must not stall
+ * grace periods nor lose their pending frees; fork() while other threads sit in read-side
+ * sections and hammer the table leaves a child that can use coffer (and a parent that is
+ * unaffected).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <coffer/common.h>
+#include <coffer/hash.h>
+
+#include "hashtable/htab_internal.h"
+
+/* TSan kills a child that starts threads after a multi-threaded fork unless told otherwise;
+ * the child here must (liburcu's call_rcu worker is restarted in it). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+
+struct obj {
+	struct coffer_hlink link;
+	unsigned int magic;
+};
+
+static int frees;
+
+static void obj_free(struct coffer_hlink *l)
+{
+	__atomic_fetch_add(&frees, 1, __ATOMIC_RELAXED);
+	((struct obj *)(void *)l)->magic = 0xdead;
+	free(l);
+}
+
+static struct obj *obj_new(void)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+
+	if (o) {
+		o->link.hl_free = obj_free;
+		o->magic = 0x11fe;
+	}
+	return o;
+}
+
+/* A watchdog so that a stalled grace period fails the test instead of hanging it. */
+static void watchdog(unsigned int seconds)
+{
+	alarm(seconds);
+}
+
+static void *exiting_thread(void *arg)
+{
+	struct coffer_hhash *hh = arg;
+	coffer_handle_t h[10];
+	struct coffer_hlink *l;
+	int bad = 0;
+
+	/* Registers with urcu-bp (lookups), fills a partial reclamation batch (10 deletes),
+	 * and exits without any unregister or flush call. */
+	for (int i = 0; i < 10; i++) {
+		struct obj *o = obj_new();
+
+		if (!o || coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h[i]) != 0)
+			bad++;
+	}
+	for (int i = 0; i < 10; i++) {
+		if (coffer_hhash_lookup(hh, h[i], COFFER_HTYPE_TEST, &l) != 0) {
+			bad++;
+			continue;
+		}
+		coffer_hhash_putref(hh, l);
+		if (coffer_hhash_delete(hh, l) != 0)
+			bad++;
+	}
+	return (void *)(intptr_t)bad;
+}
+
+static void test_thread_exit_without_unregister(void **state)
+{
+	struct coffer_hhash *hh;
+	pthread_t t[4];
+	void *ret;
+
+	(void)state;
+	frees = 0;
+	assert_int_equal(coffer_init(), 0);
+	hh = coffer_hhash_global();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, exiting_thread, hh), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], &ret), 0);
+		assert_int_equal((intptr_t)ret, 0);
+	}
+	/* Grace periods must not wait for the dead readers, and the dead threads' partial
+	 * batches must have been handed over at their exit. */
+	watchdog(20);
+	urcu_bp_synchronize_rcu();
+	assert_int_equal(coffer__rcu_barrier(), 0);
+	alarm(0);
+	assert_int_equal(frees, 40);
+	assert_int_equal(coffer_hhash_count(hh), 0);
+	assert_int_equal(coffer_fini(), 0);
+}
+
+/* ---- fork ---------------------------------------------------------------------------- */
+
+static int stop;
+static int busy_errors;
+
+/* Spends most of its time inside read-side sections (the classic fork hang). */
+static void *reader_thread(void *arg)
+{
+	struct coffer_hhash *hh = arg;
+	coffer_handle_t h = {(UINT64_C(5) << COFFER_HTYPE_BITS) | COFFER_HTYPE_TEST};
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		coffer_rcu_read_lock();
+		for (int i = 0; i < 1000; i++)
+			(void)coffer_hhash_lookup_rcu(hh, h, COFFER_HTYPE_TEST);
+		coffer_rcu_read_unlock();
+	}
+	return NULL;
+}
+
+/* Inserts and deletes without pause: stripes, batches and call_rcu busy during fork. */
+static void *writer_thread(void *arg)
+{
+	struct coffer_hhash *hh = arg;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		struct obj *o = obj_new();
+		coffer_handle_t h;
+
+		if (!o || coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h) != 0 ||
+		    coffer_hhash_delete(hh, &o->link) != 0)
+			__atomic_fetch_add(&busy_errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* The child: use the inherited table and the global runtime, wait for grace periods. */
+static int child_main(struct coffer_hhash *hh, coffer_handle_t parent_h)
+{
+	struct coffer_hlink *l;
+	coffer_handle_t h;
+	int base;
+
+	alarm(20);
+	if (coffer_hhash_lookup(hh, parent_h, COFFER_HTYPE_TEST, &l) != 0)
+		return 10;
+	coffer_hhash_putref(hh, l);
+	for (int i = 0; i < 1000; i++) {
+		struct obj *o = obj_new();
+
+		if (!o || coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h) != 0)
+			return 11;
+		if (coffer_hhash_lookup(hh, h, COFFER_HTYPE_TEST, &l) != 0)
+			return 12;
+		coffer_hhash_putref(hh, l);
+		if (coffer_hhash_delete(hh, &o->link) != 0)
+			return 13;
+	}
+	base = __atomic_load_n(&frees, __ATOMIC_RELAXED);
+	urcu_bp_synchronize_rcu(); /* must not wait for the parent's reader thread */
+	if (coffer__rcu_barrier() != 0)
+		return 14;
+	if (__atomic_load_n(&frees, __ATOMIC_RELAXED) < base)
+		return 15;
+	/* A new table and the global runtime work too. */
+	if (coffer_init() != 0)
+		return 16;
+	if (coffer_fini() != 0)
+		return 17;
+	if (coffer_fini() != 0) /* the parent's reference, inherited */
+		return 18;
+	return 0;
+}
+
+static void test_fork(void **state)
+{
+	struct coffer_hhash *hh;
+	struct obj *keep = obj_new();
+	coffer_handle_t keep_h;
+	pthread_t rt, wt;
+
+	(void)state;
+	assert_int_equal(coffer_init(), 0);
+	hh = coffer_hhash_global();
+	assert_int_equal(coffer_hhash_insert(hh, &keep->link, COFFER_HTYPE_TEST, &keep_h), 0);
+	stop = 0;
+	assert_int_equal(pthread_create(&rt, NULL, reader_thread, hh), 0);
+	assert_int_equal(pthread_create(&wt, NULL, writer_thread, hh), 0);
+	for (int i = 0; i < 5; i++) {
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		int status = -1, waited = 0;
+		pid_t pid, w;
+
+		nanosleep(&ts, NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(child_main(hh, keep_h));
+		/* Bounded wait: a hung child fails the test. */
+		while ((w = waitpid(pid, &status, WNOHANG)) == 0 && waited < 3000) {
+			struct timespec t10 = {0, 10 * 1000 * 1000};
+
+			nanosleep(&t10, NULL);
+			waited++;
+		}
+		if (w == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("fork child %d hung", i);
+		}
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(rt, NULL);
+	pthread_join(wt, NULL);
+	assert_int_equal(busy_errors, 0);
+	/* The parent is unaffected. */
+	{
+		struct coffer_hlink *l;
+
+		assert_int_equal(coffer_hhash_lookup(hh, keep_h, COFFER_HTYPE_TEST, &l), 0);
+		coffer_hhash_putref(hh, l);
+	}
+	assert_int_equal(coffer_hhash_count(hh), 1);
+	assert_int_equal(coffer_fini(), 0);
+	assert_null(coffer_hhash_global());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_thread_exit_without_unregister),
+	    cmocka_unit_test(test_fork),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
