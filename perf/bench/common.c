@@ -109,12 +109,18 @@ void bench_print_machine(FILE *f)
 	long hp_free = bench_meminfo("HugePages_Free");
 	long hp_kb = bench_meminfo("Hugepagesize");
 
+	double load[3] = {0, 0, 0};
+
 	if (uname(&u) < 0)
 		strcpy(u.release, "unknown");
+	/* Load average: on a shared machine it says how much the figures can be trusted. */
+	if (getloadavg(load, 3) < 0)
+		load[0] = load[1] = load[2] = -1.0;
 	fprintf(f,
 		"# machine: cores=%u pus=%d packages=%d cpu=\"%s\" hugepages=%ld free=%ld "
-		"size=%ldkB kernel=%s\n",
-		bench_ncores, pus, pkgs, bench_cpu_model(), hp_total, hp_free, hp_kb, u.release);
+		"size=%ldkB kernel=%s loadavg=%.2f,%.2f,%.2f\n",
+		bench_ncores, pus, pkgs, bench_cpu_model(), hp_total, hp_free, hp_kb, u.release,
+		load[0], load[1], load[2]);
 }
 
 int bench_pin_self(unsigned int index)

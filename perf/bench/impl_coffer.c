@@ -11,6 +11,8 @@
  *    record reaches hl_free once unlinked, unreferenced and after a grace period.
  *  - hl_free runs on whatever thread coffer reclaims on (call_rcu worker or destroy); it
  *    only touches the record and the per-slot free counters (relaxed atomic adds).
+ *  - Verification beyond the benchmark's own: the table's diagnostics (coffer__htab_stats,
+ *    internal) must show no refused refcount underflow and inserted == unlinked at destroy.
  *  - Each table instance holds one coffer_init() reference; destroy drops it with
  *    coffer_fini(), whose rcu_barrier() guarantees every hl_free has run before the
  *    benchmark compares allocations and frees.
@@ -20,6 +22,8 @@
 
 #include <coffer/common.h>
 #include <coffer/hash.h>
+
+#include "hashtable/htab_internal.h" /* coffer__htab_stats: the table's own diagnostics */
 
 #include "hash_impl.h"
 
@@ -66,7 +70,17 @@ static int co_create(const struct bh_params *p, struct bh_ctx *ctx, void **tabp)
 static void co_destroy(void *tab)
 {
 	struct co_tab *t = tab;
-	int err = coffer_hhash_destroy(t->hh, false);
+	struct coffer__htab_stats st;
+	int err;
+
+	/* coffer refuses a put at refcount zero (rather than wrapping) and counts it: a
+	 * benchmark run that triggered one has a refcount bug, even if nothing crashed. */
+	coffer__htab_stats(coffer__hhash_table(t->hh), &st);
+	if (st.ref_underflows)
+		bh_error(t->ctx, "coffer: refcount underflow (a put at zero was refused)");
+	if (st.inserted != st.unlinked)
+		bh_error(t->ctx, "coffer: table stats: inserted != unlinked at destroy");
+	err = coffer_hhash_destroy(t->hh, false);
 
 	if (err)
 		bh_error(t->ctx, "coffer: coffer_hhash_destroy failed on an empty table");
