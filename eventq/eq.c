@@ -1,3 +1,734 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: not written yet */
-typedef int coffer__placeholder_eventq_eq_c;
+/*
+ * eventq/eq.c - event queues: create, destroy, poll, query, the progress hook and sleeping.
+ *
+ * Design note
+ * -----------
+ * DAOS keeps one mutex per EQ and looks the EQ up in the handle hash on every launch,
+ * completion and poll; that lock and that lookup were the hottest path of multithreaded
+ * fio. Here:
+ *
+ *  - Lookup. An event caches its EQ pointer (holding a reference taken at init), so launch
+ *    and complete never look it up. Poll looks the handle up with coffer_hhash_lookup_rcu()
+ *    inside an RCU read-side section: no refcount write, no shared cache line written. Only
+ *    a poll that is about to sleep takes a reference (it must leave the read-side section to
+ *    sleep).
+ *
+ *  - Completed events form Vyukov's intrusive MPSC queue (1024cores.net, "Intrusive MPSC
+ *    node-based queue"): a completion is one atomic exchange on eq_qhead plus one release
+ *    store, wait-free, no lock. Consumers (poll, test, fini, destroy) serialise on
+ *    eq_reap_lock, a per-EQ mutex held only while unlinking at most n nodes (no syscall, no
+ *    allocation, no callback inside). A mutex rather than a spinlock: this runs with more
+ *    threads than cores (fio), where a preempted spinlock holder makes every other poller
+ *    burn its time slice; uncontended, the mutex costs the same one CAS. Events that test()
+ *    or fini() had to skip over on the way to a specific event wait on the reap list (a
+ *    doubly-linked list under the same lock) and are returned first by the next poll, so
+ *    each node moves at most once and order stays FIFO.
+ *    Known blocking window of the queue: between a producer's exchange and its store, nodes
+ *    pushed after it are invisible; consumers see "retry" (head != tail) and yield.
+ *
+ *  - Counters. eq_word packs RUNNING, COMPLETED (unreaped) and CLOSING (eq_impl.h). Launch
+ *    adds 1 to RUNNING and fails if the old value had CLOSING; a plain destroy is one CAS
+ *    0 -> CLOSING, so it either sees a racing launch (and fails with -EBUSY) or the launch
+ *    sees CLOSING (and fails with -ENOENT); no event can slip into a destroyed EQ.
+ *    Completion moves one event from RUNNING to COMPLETED with one RMW *before* it pushes
+ *    the node, so COMPLETED is never smaller than the number of visible queued nodes, and a
+ *    reaper's subtraction (under the reap lock, after the pops) can never underflow.
+ *
+ *  - Sleeping without lost wakeups. A poller that found nothing increments eq_sleepers
+ *    (seq_cst RMW) and then reads eq_word (seq_cst load) and re-checks its wake condition;
+ *    a completer does its eq_word RMW (seq_cst) and, after the push, reads eq_sleepers
+ *    (seq_cst load). In the single total order of these seq_cst operations either the
+ *    poller's read sees the completion (and does not sleep) or the completer's read sees
+ *    the sleeper (and writes the eventfd). This store->load pattern (Dekker) is the one
+ *    place that needs seq_cst. The eventfd is level-triggered and shared by all sleepers;
+ *    eq_rung makes only the first completion after a drain pay the write(2). A poller that
+ *    drained the fd and left events behind re-rings when others sleep (a drained fd could
+ *    otherwise keep a second sleeper asleep next to pending events). Before sleeping, the
+ *    poller calls the hook's arm(); after waking, disarm().
+ *
+ *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
+ *    is called only inside a read-side section; detaching (set_progress(NULL) or destroy)
+ *    swaps in NULL and waits for a grace period before returning, so once either returns
+ *    the hook is never called again. Hence the hook must not itself detach, destroy the EQ
+ *    or wait for a grace period.
+ *
+ *  - Lifetime. The EQ record is freed by the handle hash's RCU callback after it was
+ *    deleted and its last reference (events, sleeping pollers, destroy) was dropped.
+ *    A completer touches only the EQ (never the event) after its push, and does so inside a
+ *    read-side section: the event it pushed may be reaped and finalised by then, dropping
+ *    what was the last reference, but the EQ is not freed before that section ends.
+ *
+ * Progress guarantees: launch and complete are wait-free apart from the eventfd write(2)
+ * when a poller sleeps. Poll is blocking (the reap lock; a producer preempted inside its
+ * two-instruction push window), never spinning on a core: it yields or sleeps on the fd.
+ *
+ * Lock order: eq_reap_lock is a leaf; the hash's bucket locks are never taken under it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <urcu/urcu-bp.h>
+
+#include "eventq/eq_impl.h"
+
+/* Reaped per batch when a force destroy discards completed events. */
+#define EQ_DISCARD_BATCH 64u
+
+/* ---- Vyukov MPSC queue ----------------------------------------------------------------- */
+
+static void mpsc_push(struct coffer_eq *eq, struct coffer__mpsc_node *n)
+{
+	struct coffer__mpsc_node *prev;
+
+	atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+	/* acq_rel: release publishes @n and everything written before the push (ev_error);
+	 * acquire orders our store to prev->next after the previous pusher's initialisation
+	 * of it. Pairs with the exchange of the next producer and with the consumer's acquire
+	 * loads of eq_qhead. */
+	prev = atomic_exchange_explicit(&eq->eq_qhead, n, memory_order_acq_rel);
+	/* release: pairs with the consumer's acquire load of ->next in mpsc_pop_locked() */
+	atomic_store_explicit(&prev->next, n, memory_order_release);
+}
+
+/*
+ * Pop the oldest visible node. Returns NULL when nothing is visible; *retry is then true
+ * when a producer is inside its push window (something will appear shortly).
+ * Context: eq_reap_lock held.
+ */
+static struct coffer__mpsc_node *mpsc_pop_locked(struct coffer_eq *eq, bool *retry)
+{
+	struct coffer__mpsc_node *tail = eq->eq_qtail;
+	struct coffer__mpsc_node *next, *head;
+
+	*retry = false;
+	/* acquire: pairs with mpsc_push()'s release store of prev->next */
+	next = atomic_load_explicit(&tail->next, memory_order_acquire);
+	if (tail == &eq->eq_stub) {
+		if (next == NULL) {
+			/* acquire: pairs with the pushers' exchange */
+			head = atomic_load_explicit(&eq->eq_qhead, memory_order_acquire);
+			*retry = head != tail;
+			return NULL;
+		}
+		eq->eq_qtail = next;
+		tail = next;
+		next = atomic_load_explicit(&next->next, memory_order_acquire);
+	}
+	if (next != NULL) {
+		eq->eq_qtail = next;
+		return tail;
+	}
+	head = atomic_load_explicit(&eq->eq_qhead, memory_order_acquire);
+	if (tail != head) {
+		*retry = true;
+		return NULL;
+	}
+	/* @tail is the last node: put the stub behind it so that it can be handed out */
+	mpsc_push(eq, &eq->eq_stub);
+	next = atomic_load_explicit(&tail->next, memory_order_acquire);
+	if (next != NULL) {
+		eq->eq_qtail = next;
+		return tail;
+	}
+	*retry = true;
+	return NULL;
+}
+
+/* ---- reap list (under eq_reap_lock) ----------------------------------------------------- */
+
+static void rl_append_locked(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	ep->ep_rl_next = NULL;
+	ep->ep_rl_prev = eq->eq_rl_tail;
+	if (eq->eq_rl_tail != NULL)
+		eq->eq_rl_tail->ep_rl_next = ep;
+	else
+		eq->eq_rl_head = ep;
+	eq->eq_rl_tail = ep;
+	ep->ep_on_reaplist = 1;
+}
+
+static void rl_remove_locked(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	if (ep->ep_rl_prev != NULL)
+		ep->ep_rl_prev->ep_rl_next = ep->ep_rl_next;
+	else
+		eq->eq_rl_head = ep->ep_rl_next;
+	if (ep->ep_rl_next != NULL)
+		ep->ep_rl_next->ep_rl_prev = ep->ep_rl_prev;
+	else
+		eq->eq_rl_tail = ep->ep_rl_prev;
+	ep->ep_rl_next = ep->ep_rl_prev = NULL;
+	ep->ep_on_reaplist = 0;
+}
+
+static struct coffer__evp *node_evp(struct coffer__mpsc_node *node)
+{
+	return COFFER__CONTAINER_OF(node, struct coffer__evp, ep_qnode);
+}
+
+static void reap_lock(struct coffer_eq *eq)
+{
+	/* A default mutex cannot fail to lock here (initialised, not recursive, no deadlock
+	 * possible: the lock is a leaf). */
+	(void)pthread_mutex_lock(&eq->eq_reap_lock);
+}
+
+static void reap_unlock(struct coffer_eq *eq)
+{
+	(void)pthread_mutex_unlock(&eq->eq_reap_lock);
+}
+
+/*
+ * Take up to @n completed events, oldest first, into @out. Returns how many; *retry as for
+ * mpsc_pop_locked(). Subtracts them from COMPLETED and returns the new word in *wordp.
+ */
+static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_event **out,
+			    bool *retry, uint64_t *wordp)
+{
+	struct coffer__mpsc_node *node;
+	struct coffer__evp *ep;
+	unsigned int k = 0;
+	uint64_t sub;
+
+	*retry = false;
+	reap_lock(eq);
+	while (k < n && (ep = eq->eq_rl_head) != NULL) {
+		rl_remove_locked(eq, ep);
+		out[k++] = coffer__evp_event(ep);
+	}
+	while (k < n && (node = mpsc_pop_locked(eq, retry)) != NULL)
+		out[k++] = coffer__evp_event(node_evp(node));
+	sub = (uint64_t)k << COFFER__EQW_COMPLETED_SHIFT;
+	/* seq_cst: the reaper's half of the re-ring check below (a sleeper's seq_cst increment
+	 * of eq_sleepers vs. our seq_cst load of it); relaxed would do for the count itself,
+	 * which only ever meets other RMWs. */
+	*wordp = k ? atomic_fetch_sub_explicit(&eq->eq_word, sub, memory_order_seq_cst) - sub
+		   : atomic_load_explicit(&eq->eq_word, memory_order_relaxed);
+	reap_unlock(eq);
+	return k;
+}
+
+bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	struct coffer__mpsc_node *node;
+	struct coffer__evp *cur;
+	bool retry, found = false;
+
+	reap_lock(eq);
+	if (ep->ep_on_reaplist) {
+		rl_remove_locked(eq, ep);
+		found = true;
+	} else {
+		/* Move what lies before @ep to the reap list: each node moves at most once. */
+		while ((node = mpsc_pop_locked(eq, &retry)) != NULL) {
+			cur = node_evp(node);
+			if (cur == ep) {
+				found = true;
+				break;
+			}
+			rl_append_locked(eq, cur);
+		}
+	}
+	if (found)
+		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock */
+		atomic_fetch_sub_explicit(&eq->eq_word, COFFER__EQW_COMPLETED_ONE,
+					  memory_order_relaxed);
+	reap_unlock(eq);
+	return found;
+}
+
+/* ---- waking and sleeping ---------------------------------------------------------------- */
+
+static void eq_ring(struct coffer_eq *eq)
+{
+	uint64_t one = 1;
+
+	/* acq_rel: pairs with the exchange in eq_drain(); only the first ringer after a drain
+	 * pays for the write(2). */
+	if (atomic_exchange_explicit(&eq->eq_rung, true, memory_order_acq_rel))
+		return;
+	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the fd is readable already. */
+	}
+}
+
+static void eq_drain(struct coffer_eq *eq)
+{
+	uint64_t v;
+
+	/* Read first, then clear eq_rung: a ringer that saw eq_rung set in between skipped its
+	 * write, but its push is visible to us through this exchange (acq_rel, pairs with
+	 * eq_ring()) and we pop after it. The other order could leave eq_rung set with the fd
+	 * drained, and nobody would ring again. */
+	if (read(eq->eq_fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: another poller drained it first. */
+	}
+	atomic_exchange_explicit(&eq->eq_rung, false, memory_order_acq_rel);
+}
+
+void coffer__eq_wake_sleepers(struct coffer_eq *eq)
+{
+	/* seq_cst: pairs with the sleeper's seq_cst increment in coffer__eq_sleep(); the
+	 * caller did its seq_cst RMW of eq_word before (Dekker, see the design note). */
+	if (atomic_load_explicit(&eq->eq_sleepers, memory_order_seq_cst) > 0)
+		eq_ring(eq);
+}
+
+void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	/* The event may be reaped, finalised and freed as soon as it is pushed, dropping the
+	 * last reference on the EQ; the read-side section keeps the EQ's memory (and fd)
+	 * valid until we are done with it. */
+	urcu_bp_read_lock();
+	/* RUNNING - 1, COMPLETED + 1 in one RMW (RUNNING >= 1: counted at launch).
+	 * seq_cst: our half of the sleeper handshake (pairs with coffer__eq_sleep()); it also
+	 * releases the event's state to whoever reads the word (test's wake condition). */
+	atomic_fetch_add_explicit(&eq->eq_word, COFFER__EQW_COMPLETED_ONE - 1,
+				  memory_order_seq_cst);
+	mpsc_push(eq, &ep->ep_qnode);
+	/* From here on @ep belongs to whoever reaps it. */
+	coffer__eq_wake_sleepers(eq);
+	urcu_bp_read_unlock();
+}
+
+void coffer__eq_progress(struct coffer_eq *eq)
+{
+	struct coffer__eq_progress *hook;
+
+	urcu_bp_read_lock();
+	/* acquire (RCU dereference): pairs with the release CAS in coffer__eq_set_progress() */
+	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
+	if (hook != NULL)
+		(void)hook->progress(hook->arg); /* < 0: events were completed with errors */
+	urcu_bp_read_unlock();
+}
+
+void coffer__eq_deadline(struct timespec *ts, int64_t timeout_us)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(timeout_us / 1000000);
+	ts->tv_nsec += (long)(timeout_us % 1000000) * 1000;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Time left until @deadline (zero when passed). */
+static bool deadline_left(const struct timespec *deadline, struct timespec *left)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left->tv_sec = deadline->tv_sec - now.tv_sec;
+	left->tv_nsec = deadline->tv_nsec - now.tv_nsec;
+	if (left->tv_nsec < 0) {
+		left->tv_sec--;
+		left->tv_nsec += 1000000000L;
+	}
+	if (left->tv_sec < 0 || (left->tv_sec == 0 && left->tv_nsec == 0)) {
+		left->tv_sec = 0;
+		left->tv_nsec = 0;
+		return false;
+	}
+	return true;
+}
+
+bool coffer__eq_deadline_passed(const struct timespec *ts)
+{
+	struct timespec left;
+
+	return !deadline_left(ts, &left);
+}
+
+void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
+		      bool (*cond)(void *arg, uint64_t word), void *arg)
+{
+	struct coffer__eq_progress *hook;
+	struct pollfd pfd = {.fd = eq->eq_fd, .events = POLLIN};
+	struct timespec left;
+	uint64_t word;
+	int armed = 0;
+
+	if (deadline != NULL && !deadline_left(deadline, &left))
+		return;
+	/* seq_cst, both: the sleeper's half of the handshake with coffer__eq_publish() and
+	 * the re-ring checks (see the design note). */
+	atomic_fetch_add_explicit(&eq->eq_sleepers, 1, memory_order_seq_cst);
+	word = atomic_load_explicit(&eq->eq_word, memory_order_seq_cst);
+	if (cond(arg, word))
+		goto out;
+
+	urcu_bp_read_lock();
+	/* acquire (RCU dereference): pairs with coffer__eq_set_progress() */
+	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
+	if (hook != NULL && hook->arm != NULL)
+		armed = hook->arm(hook->arg);
+	urcu_bp_read_unlock();
+
+	if (armed <= 0)
+		/* EINTR or a timeout: the caller re-checks and decides */
+		(void)ppoll(&pfd, 1, deadline != NULL ? &left : NULL, NULL);
+
+	if (hook != NULL && hook->arm != NULL) {
+		urcu_bp_read_lock();
+		/* disarm only the hook we armed, and only while it is still attached */
+		if (atomic_load_explicit(&eq->eq_hook, memory_order_acquire) == hook &&
+		    hook->disarm != NULL)
+			hook->disarm(hook->arg);
+		urcu_bp_read_unlock();
+	}
+	if (armed <= 0)
+		eq_drain(eq);
+out:
+	/* relaxed: a stale count only costs a spare write(2) */
+	atomic_fetch_sub_explicit(&eq->eq_sleepers, 1, memory_order_relaxed);
+}
+
+/* ---- handle helpers ----------------------------------------------------------------------- */
+
+static bool eq_handle_valid(coffer_handle_t eqh)
+{
+	return eqh.cookie != 0 &&
+	       (eqh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) == (uint64_t)COFFER_HTYPE_EQ;
+}
+
+int coffer__eq_get(coffer_handle_t eqh, struct coffer_eq **eqp)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hlink *link;
+	int rc;
+
+	if (hh == NULL || !eq_handle_valid(eqh))
+		return -EINVAL;
+	rc = coffer_hhash_lookup(hh, eqh, COFFER_HTYPE_EQ, &link);
+	if (rc != 0)
+		return rc == -EINVAL ? -EINVAL : -ENOENT;
+	*eqp = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
+	return 0;
+}
+
+void coffer__eq_put(struct coffer_eq *eq)
+{
+	coffer_hhash_putref(eq->eq_hh, &eq->eq_link);
+}
+
+/* The hash's free callback: runs after a grace period once the record is unreachable. */
+static void eq_free(struct coffer_hlink *link)
+{
+	struct coffer_eq *eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
+
+	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
+	free(atomic_load_explicit(&eq->eq_hook, memory_order_relaxed));
+	close(eq->eq_fd);
+	pthread_mutex_destroy(&eq->eq_reap_lock);
+	free(eq);
+}
+
+/* ---- public API --------------------------------------------------------------------------- */
+
+COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_eq *eq;
+	int rc;
+
+	if (eqh == NULL || hh == NULL)
+		return -EINVAL;
+	eq = aligned_alloc(COFFER__EQ_CACHELINE, (sizeof(*eq) + COFFER__EQ_CACHELINE - 1) &
+						     ~(size_t)(COFFER__EQ_CACHELINE - 1));
+	if (eq == NULL)
+		return -ENOMEM;
+	memset(eq, 0, sizeof(*eq));
+	eq->eq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (eq->eq_fd < 0) {
+		rc = -errno;
+		free(eq);
+		return rc;
+	}
+	rc = pthread_mutex_init(&eq->eq_reap_lock, NULL);
+	if (rc != 0) {
+		close(eq->eq_fd);
+		free(eq);
+		return -rc;
+	}
+	eq->eq_hh = hh;
+	atomic_init(&eq->eq_stub.next, NULL);
+	atomic_init(&eq->eq_qhead, &eq->eq_stub);
+	eq->eq_qtail = &eq->eq_stub;
+	atomic_init(&eq->eq_word, 0);
+	atomic_init(&eq->eq_sleepers, 0);
+	atomic_init(&eq->eq_rung, false);
+	atomic_init(&eq->eq_hook, NULL);
+	eq->eq_link.hl_free = eq_free;
+
+	rc = coffer_hhash_insert(hh, &eq->eq_link, COFFER_HTYPE_EQ, &eq->eq_handle);
+	if (rc != 0) {
+		eq_free(&eq->eq_link);
+		return rc;
+	}
+	*eqh = eq->eq_handle;
+	return 0;
+}
+
+/* Hand completed events back to READY without returning them (force destroy). */
+static void eq_discard(struct coffer_eq *eq, bool *retry)
+{
+	struct coffer_event *batch[EQ_DISCARD_BATCH];
+	unsigned int i, k;
+	uint64_t word;
+
+	do {
+		k = eq_take(eq, EQ_DISCARD_BATCH, batch, retry, &word);
+		for (i = 0; i < k; i++)
+			coffer__ev_reaped(coffer__evp(batch[i]));
+	} while (k == EQ_DISCARD_BATCH);
+}
+
+static bool drain_done(void *arg, uint64_t word)
+{
+	(void)arg;
+	return coffer__eqw_running(word) == 0 || coffer__eqw_completed(word) > 0;
+}
+
+/* Force destroy: wait until nothing runs, discarding what completes. CLOSING is set. */
+static void eq_drain_running(struct coffer_eq *eq)
+{
+	uint64_t word;
+	bool retry;
+
+	for (;;) {
+		coffer__eq_progress(eq);
+		eq_discard(eq, &retry);
+		/* acquire: pairs with the completions' RMWs. A completion counts itself as
+		 * COMPLETED before it pushes, so RUNNING == COMPLETED == 0 means no push is
+		 * still on its way. */
+		word = atomic_load_explicit(&eq->eq_word, memory_order_acquire);
+		if (coffer__eqw_running(word) == 0 && coffer__eqw_completed(word) == 0)
+			return;
+		if (retry || coffer__eqw_completed(word) > 0)
+			sched_yield();
+		else
+			coffer__eq_sleep(eq, NULL, drain_done, NULL);
+	}
+}
+
+/* Detach the hook and wait until no thread can still be inside it. */
+static void eq_detach(struct coffer_eq *eq)
+{
+	struct coffer__eq_progress *old;
+
+	/* acq_rel: pairs with the CAS that attached it (we free it) */
+	old = atomic_exchange_explicit(&eq->eq_hook, NULL, memory_order_acq_rel);
+	if (old != NULL) {
+		urcu_bp_synchronize_rcu();
+		free(old);
+	}
+}
+
+COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags)
+{
+	struct coffer_eq *eq;
+	uint64_t expect = 0, old;
+	int rc;
+
+	if ((flags & ~COFFER_EQ_FORCE) != 0)
+		return -EINVAL;
+	rc = coffer__eq_get(eqh, &eq);
+	if (rc != 0)
+		return rc;
+
+	if (flags & COFFER_EQ_FORCE) {
+		/* acq_rel: launches after this fail; pairs with their fetch_add */
+		old = atomic_fetch_or_explicit(&eq->eq_word, COFFER__EQW_CLOSING,
+					       memory_order_acq_rel);
+		if (old & COFFER__EQW_CLOSING) {
+			coffer__eq_put(eq);
+			return -ENOENT; /* another thread is destroying it */
+		}
+		eq_drain_running(eq);
+	} else if (!atomic_compare_exchange_strong_explicit(
+		       &eq->eq_word, &expect, COFFER__EQW_CLOSING, memory_order_acq_rel,
+		       memory_order_relaxed)) {
+		coffer__eq_put(eq);
+		return (expect & COFFER__EQW_CLOSING) ? -ENOENT : -EBUSY;
+	}
+
+	rc = coffer_hhash_delete(eq->eq_hh, &eq->eq_link);
+	eq_detach(eq);
+	/* Wake pollers that sleep on it: they see CLOSING and return -ENOENT. */
+	coffer__eq_wake_sleepers(eq);
+	coffer__eq_put(eq);
+	return rc == 0 || rc == -ENOENT ? 0 : rc;
+}
+
+struct poll_cond {
+	int wait_running;
+};
+
+static bool poll_wake(void *arg, uint64_t word)
+{
+	const struct poll_cond *pc = arg;
+
+	return coffer__eqw_completed(word) > 0 || (word & COFFER__EQW_CLOSING) ||
+	       (pc->wait_running && coffer__eqw_running(word) == 0);
+}
+
+COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t timeout_us,
+			      unsigned int n, struct coffer_event **events)
+{
+	struct coffer_hhash *hh = coffer_hhash_global();
+	struct poll_cond pc = {.wait_running = wait_running};
+	struct coffer_hlink *link, *ref = NULL;
+	struct coffer_eq *eq;
+	struct timespec deadline;
+	unsigned int i, k;
+	uint64_t word;
+	bool retry;
+	int rc = 0;
+
+	if (n == 0 || events == NULL || hh == NULL || !eq_handle_valid(eqh))
+		return -EINVAL;
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	if (timeout_us > 0)
+		coffer__eq_deadline(&deadline, timeout_us);
+
+	urcu_bp_read_lock();
+	link = coffer_hhash_lookup_rcu(hh, eqh, COFFER_HTYPE_EQ);
+	if (link == NULL) {
+		urcu_bp_read_unlock();
+		return -ENOENT;
+	}
+	eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
+	for (;;) {
+		/* relaxed: CLOSING is only a hint here; destroy's hook detach is what matters */
+		if (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) &
+		    COFFER__EQW_CLOSING) {
+			coffer__eq_wake_sleepers(eq); /* pass the destroy's wake-up on */
+			rc = -ENOENT;
+			break;
+		}
+		coffer__eq_progress(eq);
+		k = eq_take(eq, n, events, &retry, &word);
+		if (k > 0) {
+			if (coffer__eqw_completed(word) > 0)
+				coffer__eq_wake_sleepers(eq); /* leave the rest to another */
+			for (i = 0; i < k; i++)
+				coffer__ev_reaped(coffer__evp(events[i]));
+			rc = (int)k;
+			break;
+		}
+		if (timeout_us == 0 || (wait_running && coffer__eqw_running(word) == 0) ||
+		    (timeout_us > 0 && coffer__eq_deadline_passed(&deadline)))
+			break;
+		if (ref == NULL) {
+			/* Sleeping leaves the read-side section: hold a reference instead. */
+			if (coffer_hhash_lookup(hh, eqh, COFFER_HTYPE_EQ, &ref) != 0) {
+				rc = -ENOENT;
+				break;
+			}
+		}
+		urcu_bp_read_unlock();
+		if (retry || coffer__eqw_completed(word) > 0)
+			sched_yield(); /* a completion is inside its push window */
+		else
+			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc);
+		urcu_bp_read_lock();
+	}
+	urcu_bp_read_unlock();
+	if (ref != NULL)
+		coffer__eq_put(eq);
+	return rc;
+}
+
+COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned int n,
+			       struct coffer_event **events)
+{
+	struct coffer__mpsc_node *node;
+	struct coffer__evp *ep;
+	struct coffer_eq *eq;
+	unsigned int count = 0;
+	uint64_t word;
+	bool retry;
+	int rc;
+
+	if (query == 0 || (query & ~COFFER_EQR_ALL) != 0)
+		return -EINVAL;
+	if (events != NULL && n > 0 && (query & COFFER_EQR_RUNNING))
+		return -EOPNOTSUPP;
+	rc = coffer__eq_get(eqh, &eq);
+	if (rc != 0)
+		return rc;
+
+	if (events == NULL || n == 0) {
+		/* acquire: one consistent snapshot of both counters */
+		word = atomic_load_explicit(&eq->eq_word, memory_order_acquire);
+		if (query & COFFER_EQR_COMPLETED)
+			count += coffer__eqw_completed(word);
+		if (query & COFFER_EQR_RUNNING)
+			count += coffer__eqw_running(word);
+	} else {
+		reap_lock(eq);
+		/* Everything visible moves to the reap list (FIFO kept), then list it. */
+		while ((node = mpsc_pop_locked(eq, &retry)) != NULL)
+			rl_append_locked(eq, node_evp(node));
+		for (ep = eq->eq_rl_head; ep != NULL && count < n; ep = ep->ep_rl_next)
+			events[count++] = coffer__evp_event(ep);
+		reap_unlock(eq);
+	}
+	coffer__eq_put(eq);
+	return count > INT32_MAX ? INT32_MAX : (int)count;
+}
+
+int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progress *p)
+{
+	struct coffer__eq_progress *copy, *expect = NULL;
+	struct coffer_eq *eq;
+	int rc;
+
+	if (p != NULL && p->progress == NULL)
+		return -EINVAL;
+	rc = coffer__eq_get(eqh, &eq);
+	if (rc != 0)
+		return rc;
+	if (p == NULL) {
+		eq_detach(eq);
+	} else if (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING) {
+		rc = -ENOENT;
+	} else if ((copy = malloc(sizeof(*copy))) == NULL) {
+		rc = -ENOMEM;
+	} else {
+		*copy = *p;
+		/* release: publishes the copy (RCU assign); pairs with the acquire loads */
+		if (!atomic_compare_exchange_strong_explicit(
+			&eq->eq_hook, &expect, copy, memory_order_release, memory_order_relaxed)) {
+			free(copy);
+			rc = -EBUSY;
+		}
+	}
+	coffer__eq_put(eq);
+	return rc;
+}
+
+int coffer__eq_wake_fd(coffer_handle_t eqh)
+{
+	struct coffer_eq *eq;
+	int rc;
+
+	rc = coffer__eq_get(eqh, &eq);
+	if (rc != 0)
+		return rc;
+	rc = (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING)
+		 ? -ENOENT
+		 : eq->eq_fd;
+	coffer__eq_put(eq);
+	return rc;
+}

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/eventq/eq_stress.c - stress: P pollers on one EQ while L threads launch and complete
+ * N events (issue 4: 4 + 4 threads, 10M events; the default N is smaller for a shared
+ * machine, pass -n 10000000 for the full run).
+ *
+ * Checked at the end: every event returned exactly once, with the result it was completed
+ * with (no stale or leaked ev_error), no launch refused, the EQ's counters back at zero, all
+ * events finalised and the EQ destroyed. Pollers wait forever (-t -1, the default): a lost
+ * wakeup hangs the test and meson's timeout fails it. Launchers reuse a small pool of events
+ * each, so events cycle READY -> RUNNING -> COMPLETED -> READY many times, and yield between
+ * launch and completion every -y events to widen race windows (liburcu's DEBUG_YIELD idea).
+ *
+ * Usage: eq_stress [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]
+ *                  [-y yield_every] [-t poll_timeout_us]
+ * Prints one summary line; exit 0 on success, 1 on a failed check, 2 on bad usage.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <coffer/common.h>
+#include <coffer/event.h>
+#include <coffer/hash.h>
+
+#include "eventq/event_internal.h"
+
+struct sev {
+	struct coffer_event ev;
+	uint64_t seq;	  /* written by the launcher before launch, read by the poller */
+	_Atomic int busy; /* launched and not yet returned by a poll */
+	int terminator;
+};
+
+static struct {
+	unsigned int pollers, launchers, pool, batch, yield_every;
+	uint64_t events;
+	int64_t timeout_us;
+	coffer_handle_t eqh;
+	_Atomic uint8_t *seen;
+	_Atomic uint64_t polled;
+	_Atomic uint64_t dup, bad_error, bad_seq, launch_fail, poll_fail, empty_polls;
+	struct sev *terms;
+} g;
+
+static int expected_rc(uint64_t seq)
+{
+	return -(int)(seq % 5); /* 0, -1 (EPERM), ... -4: differs between consecutive uses */
+}
+
+struct launcher {
+	pthread_t tid;
+	unsigned int id;
+	struct sev *pool;
+};
+
+static void *launcher_main(void *arg)
+{
+	struct launcher *l = arg;
+	uint64_t lo = g.events * l->id / g.launchers;
+	uint64_t hi = g.events * (l->id + 1) / g.launchers;
+	uint64_t seq, n = 0;
+	struct sev *s;
+
+	for (seq = lo; seq < hi; seq++, n++) {
+		s = &l->pool[n % g.pool];
+		/* acquire: pairs with the poller's release store; its reads are done */
+		while (atomic_load_explicit(&s->busy, memory_order_acquire))
+			sched_yield();
+		atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
+		s->seq = seq;
+		if (coffer__event_launch(&s->ev) != 0) {
+			atomic_fetch_add(&g.launch_fail, 1);
+			atomic_store_explicit(&s->busy, 0, memory_order_relaxed);
+			continue;
+		}
+		if (g.yield_every && seq % g.yield_every == 0)
+			sched_yield();
+		coffer__event_complete(&s->ev, expected_rc(seq));
+	}
+	return NULL;
+}
+
+struct poller {
+	pthread_t tid;
+	uint64_t got;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct coffer_event **evs = calloc(g.batch, sizeof(*evs));
+	unsigned int terms, i;
+	struct sev *s;
+	int k;
+
+	if (evs == NULL) {
+		atomic_fetch_add(&g.poll_fail, 1);
+		return NULL;
+	}
+	for (terms = 0; terms == 0;) {
+		k = coffer_eq_poll(g.eqh, 0, g.timeout_us, g.batch, evs);
+		if (k < 0) {
+			atomic_fetch_add(&g.poll_fail, 1);
+			break;
+		}
+		if (k == 0)
+			atomic_fetch_add(&g.empty_polls, 1);
+		for (i = 0; i < (unsigned int)k; i++) {
+			s = (struct sev *)(void *)evs[i];
+			if (s->terminator) {
+				/* one terminator ends this poller; pass extras on to the others */
+				if (terms++ == 0)
+					continue;
+				if (coffer__event_launch(&s->ev) != 0)
+					atomic_fetch_add(&g.launch_fail, 1);
+				else
+					coffer__event_complete(&s->ev, 0);
+				continue;
+			}
+			if (s->seq >= g.events) {
+				atomic_fetch_add(&g.bad_seq, 1);
+				continue;
+			}
+			if (s->ev.ev_error != expected_rc(s->seq))
+				atomic_fetch_add(&g.bad_error, 1);
+			if (atomic_exchange_explicit(&g.seen[s->seq], 1, memory_order_relaxed))
+				atomic_fetch_add(&g.dup, 1);
+			p->got++;
+			atomic_fetch_add_explicit(&g.polled, 1, memory_order_relaxed);
+			/* release: the launcher may reuse the event after this */
+			atomic_store_explicit(&s->busy, 0, memory_order_release);
+		}
+		if (g.yield_every && p->got % g.yield_every == 0)
+			sched_yield();
+	}
+	free(evs);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]"
+		" [-y yield_every] [-t poll_timeout_us]\n",
+		argv0);
+	return 2;
+}
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "eq_stress: check failed: %s (line %d)\n", #cond,          \
+				__LINE__);                                                         \
+			failed = 1;                                                                \
+		}                                                                                  \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	struct launcher *ls;
+	struct poller *ps;
+	uint64_t i, got = 0, missing = 0;
+	unsigned int t, j;
+	double t0, secs;
+	int opt, failed = 0;
+
+	g.pollers = 4;
+	g.launchers = 4;
+	g.events = 1000000;
+	g.pool = 64;
+	g.batch = 16;
+	g.yield_every = 97;
+	g.timeout_us = -1;
+	while ((opt = getopt(argc, argv, "p:l:n:k:b:y:t:")) != -1) {
+		switch (opt) {
+		case 'p':
+			g.pollers = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'l':
+			g.launchers = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			g.events = strtoull(optarg, NULL, 0);
+			break;
+		case 'k':
+			g.pool = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			g.batch = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'y':
+			g.yield_every = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			g.timeout_us = strtoll(optarg, NULL, 0);
+			break;
+		default:
+			return usage(argv[0]);
+		}
+	}
+	if (!g.pollers || !g.launchers || !g.pool || !g.batch || !g.events)
+		return usage(argv[0]);
+
+	if (coffer_init() != 0) {
+		fprintf(stderr, "eq_stress: coffer_init failed\n");
+		return 1;
+	}
+	if (coffer_eq_create(&g.eqh) != 0) {
+		fprintf(stderr, "eq_stress: coffer_eq_create failed\n");
+		return 1;
+	}
+	g.seen = calloc(g.events, sizeof(*g.seen));
+	ls = calloc(g.launchers, sizeof(*ls));
+	ps = calloc(g.pollers, sizeof(*ps));
+	g.terms = calloc(g.pollers, sizeof(*g.terms));
+	if (!g.seen || !ls || !ps || !g.terms) {
+		fprintf(stderr, "eq_stress: out of memory\n");
+		return 1;
+	}
+	for (t = 0; t < g.launchers; t++) {
+		ls[t].id = t;
+		ls[t].pool = calloc(g.pool, sizeof(*ls[t].pool));
+		if (ls[t].pool == NULL)
+			return 1;
+		for (j = 0; j < g.pool; j++)
+			CHECK(coffer_event_init(&ls[t].pool[j].ev, g.eqh, NULL) == 0);
+	}
+	for (t = 0; t < g.pollers; t++) {
+		g.terms[t].terminator = 1;
+		CHECK(coffer_event_init(&g.terms[t].ev, g.eqh, NULL) == 0);
+	}
+	if (failed)
+		return 1;
+
+	t0 = now_s();
+	for (t = 0; t < g.pollers; t++)
+		if (pthread_create(&ps[t].tid, NULL, poller_main, &ps[t]) != 0)
+			return 1;
+	for (t = 0; t < g.launchers; t++)
+		if (pthread_create(&ls[t].tid, NULL, launcher_main, &ls[t]) != 0)
+			return 1;
+	for (t = 0; t < g.launchers; t++)
+		pthread_join(ls[t].tid, NULL);
+	/* every event launched; wait until the pollers returned them all, then stop them */
+	while (atomic_load(&g.polled) < g.events - atomic_load(&g.launch_fail) &&
+	       atomic_load(&g.poll_fail) == 0)
+		usleep(1000);
+	secs = now_s() - t0;
+	for (t = 0; t < g.pollers; t++) {
+		CHECK(coffer__event_launch(&g.terms[t].ev) == 0);
+		coffer__event_complete(&g.terms[t].ev, 0);
+	}
+	for (t = 0; t < g.pollers; t++) {
+		pthread_join(ps[t].tid, NULL);
+		got += ps[t].got;
+	}
+
+	for (i = 0; i < g.events; i++)
+		missing += !atomic_load(&g.seen[i]);
+	CHECK(atomic_load(&g.launch_fail) == 0);
+	CHECK(atomic_load(&g.poll_fail) == 0);
+	CHECK(atomic_load(&g.dup) == 0);
+	CHECK(atomic_load(&g.bad_error) == 0);
+	CHECK(atomic_load(&g.bad_seq) == 0);
+	CHECK(missing == 0);
+	CHECK(got == g.events);
+	CHECK(atomic_load(&g.polled) == g.events);
+	CHECK(coffer_eq_query(g.eqh, COFFER_EQR_RUNNING, 0, NULL) == 0);
+	CHECK(coffer_eq_query(g.eqh, COFFER_EQR_COMPLETED, 0, NULL) == 0);
+	for (t = 0; t < g.launchers; t++) {
+		for (j = 0; j < g.pool; j++)
+			CHECK(coffer_event_fini(&ls[t].pool[j].ev) == 0);
+		free(ls[t].pool);
+	}
+	for (t = 0; t < g.pollers; t++)
+		CHECK(coffer_event_fini(&g.terms[t].ev) == 0);
+	CHECK(coffer_eq_destroy(g.eqh, 0) == 0);
+	CHECK(coffer_hhash_count(coffer_hhash_global()) == 0);
+	CHECK(coffer_fini() == 0);
+
+	printf("eq_stress: events=%llu pollers=%u launchers=%u pool=%u batch=%u secs=%.3f "
+	       "mevents_per_s=%.3f empty_polls=%llu dup=%llu missing=%llu bad_error=%llu %s\n",
+	       (unsigned long long)g.events, g.pollers, g.launchers, g.pool, g.batch, secs,
+	       (double)g.events / secs / 1e6, (unsigned long long)atomic_load(&g.empty_polls),
+	       (unsigned long long)atomic_load(&g.dup), (unsigned long long)missing,
+	       (unsigned long long)atomic_load(&g.bad_error), failed ? "FAIL" : "ok");
+	free(g.seen);
+	free(ls);
+	free(ps);
+	free(g.terms);
+	return failed;
+}

@@ -1,0 +1,910 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/eventq/test_eq.c - unit tests of event queues and events (issue 4): states, errors,
+ * timeouts and sleeping, parent/child and barrier, test(), query, the progress hook, destroy
+ * (plain and forced), and exactly-once delivery to concurrent pollers.
+ *
+ * Helper threads never assert (cmocka): they record what they saw, the main thread checks.
+ * Every test ends with the EQ's handles gone from the handle hash; ASan checks the memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <coffer/common.h>
+#include <coffer/event.h>
+#include <coffer/hash.h>
+
+#include "eventq/event_internal.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uint64_t handles_at_setup;
+
+static int setup(void **state)
+{
+	(void)state;
+	if (coffer_init() != 0)
+		return -1;
+	handles_at_setup = coffer_hhash_count(coffer_hhash_global());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	/* every EQ a test created is destroyed */
+	if (coffer_hhash_count(coffer_hhash_global()) != handles_at_setup)
+		return -1;
+	return coffer_fini() == 0 ? 0 : -1;
+}
+
+static int64_t now_us(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static coffer_handle_t new_eq(void)
+{
+	coffer_handle_t eqh = COFFER_HANDLE_NULL;
+
+	assert_int_equal(coffer_eq_create(&eqh), 0);
+	return eqh;
+}
+
+static void query_counts(coffer_handle_t eqh, int running, int completed)
+{
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 0, NULL), running);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_COMPLETED, 0, NULL), completed);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 0, NULL), running + completed);
+}
+
+/* Completes events from another thread after a delay. */
+struct delayed {
+	pthread_t tid;
+	struct coffer_event *evs[8];
+	int nev;
+	int rc;
+	int delay_ms;
+};
+
+static void *delayed_main(void *arg)
+{
+	struct delayed *d = arg;
+
+	sleep_ms(d->delay_ms);
+	for (int i = 0; i < d->nev; i++)
+		coffer__event_complete(d->evs[i], d->rc);
+	return NULL;
+}
+
+static void delayed_start(struct delayed *d, int delay_ms, int rc, int nev,
+			  struct coffer_event **evs)
+{
+	d->delay_ms = delay_ms;
+	d->rc = rc;
+	d->nev = nev;
+	for (int i = 0; i < nev; i++)
+		d->evs[i] = evs[i];
+	assert_int_equal(pthread_create(&d->tid, NULL, delayed_main, d), 0);
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+/* Runs first, without setup: nothing works before coffer_init(). */
+static void test_uninitialised(void **state)
+{
+	coffer_handle_t eqh = {.cookie = (1ull << COFFER_HTYPE_BITS) | COFFER_HTYPE_EQ};
+	struct coffer_event ev, *evs[1];
+
+	(void)state;
+	memset(&ev, 0, sizeof(ev));
+	assert_null(coffer_hhash_global());
+	assert_int_equal(coffer_eq_create(&eqh), -EINVAL);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, evs), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), -EINVAL);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), -EINVAL);
+}
+
+static void test_create_destroy_handles(void **state)
+{
+	coffer_handle_t eqh, bad;
+	struct coffer_event *evs[2];
+
+	(void)state;
+	assert_int_equal(coffer_eq_create(NULL), -EINVAL);
+	eqh = new_eq();
+	assert_int_not_equal(eqh.cookie, 0);
+	assert_int_equal(eqh.cookie & ((1u << COFFER_HTYPE_BITS) - 1), COFFER_HTYPE_EQ);
+	query_counts(eqh, 0, 0);
+
+	/* null and wrong-type handles: -EINVAL; never issued: -ENOENT */
+	assert_int_equal(coffer_eq_poll(COFFER_HANDLE_NULL, 0, 0, 2, evs), -EINVAL);
+	bad.cookie = (eqh.cookie & ~(uint64_t)0xf) | COFFER_HTYPE_OBJ;
+	assert_int_equal(coffer_eq_poll(bad, 0, 0, 2, evs), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(bad, 0), -EINVAL);
+	bad.cookie = ((uint64_t)1 << 58) | COFFER_HTYPE_EQ;
+	assert_int_equal(coffer_eq_poll(bad, 0, 0, 2, evs), -ENOENT);
+	assert_int_equal(coffer_eq_destroy(bad, 0), -ENOENT);
+	assert_int_equal(coffer_eq_query(bad, COFFER_EQR_ALL, 0, NULL), -ENOENT);
+	assert_int_equal(coffer_eq_destroy(eqh, 0x80), -EINVAL);
+
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	/* destroyed: every use says so, nothing crashes */
+	assert_int_equal(coffer_eq_destroy(eqh, 0), -ENOENT);
+	assert_int_equal(coffer_eq_destroy(eqh, COFFER_EQ_FORCE), -ENOENT);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 2, evs), -ENOENT);
+	assert_int_equal(coffer_eq_poll(eqh, 1, -1, 2, evs), -ENOENT);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 0, NULL), -ENOENT);
+	assert_int_equal(coffer__eq_wake_fd(eqh), -ENOENT);
+	assert_int_equal(coffer__eq_set_progress(eqh, NULL), -ENOENT);
+}
+
+static void test_launch_complete_poll(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[4];
+
+	(void)state;
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	query_counts(eqh, 0, 0); /* init without launch touches no counter */
+
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	query_counts(eqh, 1, 0);
+	coffer__event_complete(&ev, -EIO);
+	query_counts(eqh, 0, 1);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_ptr_equal(evs[0], &ev);
+	assert_int_equal(ev.ev_error, -EIO);
+	query_counts(eqh, 0, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0); /* returned once */
+
+	/* the error does not leak into the next use */
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	assert_int_equal(ev.ev_error, 0);
+	coffer__event_complete(&ev, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, -1, 4, evs), 1);
+	assert_ptr_equal(evs[0], &ev);
+	assert_int_equal(ev.ev_error, 0);
+
+	/* init/fini without launch leaves counters untouched */
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	query_counts(eqh, 0, 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+static void test_fifo_order_and_batches(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev[10], *evs[10];
+	int i;
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&ev[i]), 0);
+	}
+	for (i = 0; i < 10; i++)
+		coffer__event_complete(&ev[i], -i);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 3, evs), 3);
+	for (i = 0; i < 3; i++)
+		assert_ptr_equal(evs[i], &ev[i]);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 10, evs), 7);
+	for (i = 0; i < 7; i++) {
+		assert_ptr_equal(evs[i], &ev[i + 3]);
+		assert_int_equal(evs[i]->ev_error, -(i + 3));
+	}
+	for (i = 0; i < 10; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+static void test_state_errors(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, raw, *evs[4];
+	bool done;
+
+	(void)state;
+	/* never initialised (zeroed memory): -EINVAL, never a crash */
+	memset(&raw, 0, sizeof(raw));
+	assert_int_equal(coffer__event_launch(&raw), -EINVAL);
+	assert_int_equal(coffer_event_fini(&raw), -EINVAL);
+	assert_int_equal(coffer_event_test(&raw, 0, &done), -EINVAL);
+	assert_int_equal(coffer_event_parent_barrier(&raw), -EINVAL);
+	coffer__event_complete(&raw, -EIO); /* ignored */
+	memset(&raw, 0xa5, sizeof(raw));    /* garbage */
+	assert_int_equal(coffer__event_launch(&raw), -EINVAL);
+	assert_int_equal(coffer_event_fini(&raw), -EINVAL);
+	assert_int_equal(coffer_event_init(NULL, eqh, NULL), -EINVAL);
+	assert_int_equal(coffer_event_init(&raw, COFFER_HANDLE_NULL, NULL), -EINVAL);
+
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer_event_test(&ev, 0, NULL), -EINVAL);
+	coffer__event_complete(&ev, -EIO); /* READY: ignored */
+	query_counts(eqh, 0, 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	assert_int_equal(coffer__event_launch(&ev), -EBUSY);
+	assert_int_equal(coffer_event_fini(&ev), -EBUSY);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), -EBUSY);
+	query_counts(eqh, 1, 0);
+	coffer__event_complete(&ev, -EIO);
+	coffer__event_complete(&ev, -ENOSPC); /* double completion: ignored */
+	query_counts(eqh, 0, 1);
+	assert_int_equal(coffer__event_launch(&ev), -EBUSY); /* COMPLETED, not reaped */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_int_equal(ev.ev_error, -EIO);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+
+	/* re-initialising an idle event rebinds it and releases the old EQ */
+	coffer_handle_t eq2 = new_eq();
+	assert_int_equal(coffer_event_init(&ev, eq2, NULL), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	coffer__event_complete(&ev, 0);
+	assert_int_equal(coffer_eq_poll(eq2, 0, 0, 4, evs), 1);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&ev), -EINVAL); /* fini'd */
+	assert_int_equal(coffer_eq_destroy(eq2, 0), 0);
+}
+
+static void test_poll_args_and_timeouts(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[4];
+	int64_t t0, dt;
+
+	(void)state;
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 0, evs), -EINVAL);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, NULL), -EINVAL);
+
+	t0 = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0); /* no wait */
+	/* wait_running with nothing running returns at once, even with no timeout */
+	assert_int_equal(coffer_eq_poll(eqh, 1, -1, 4, evs), 0);
+	dt = now_us(CLOCK_MONOTONIC) - t0;
+	assert_true(dt < 1000000);
+
+	t0 = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 30000, 4, evs), 0);
+	dt = now_us(CLOCK_MONOTONIC) - t0;
+	assert_true(dt >= 30000);
+
+	/* wait_running with a running event waits for its timeout */
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	t0 = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_eq_poll(eqh, 1, 20000, 4, evs), 0);
+	dt = now_us(CLOCK_MONOTONIC) - t0;
+	assert_true(dt >= 20000);
+	coffer__event_complete(&ev, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 1, 20000, 4, evs), 1);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+/* A poll with a timeout sleeps: its CPU time is a small fraction of its wall time. */
+static void test_poll_sleeps(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[1];
+	int64_t wall, cpu;
+
+	(void)state;
+	/* one event running, so wait_running would not return early either */
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	cpu = now_us(CLOCK_THREAD_CPUTIME_ID);
+	wall = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_eq_poll(eqh, 1, 200000, 1, evs), 0);
+	wall = now_us(CLOCK_MONOTONIC) - wall;
+	cpu = now_us(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	print_message("poll(200 ms): wall %lld us, cpu %lld us\n", (long long)wall, (long long)cpu);
+	assert_true(wall >= 200000);
+	assert_true(cpu * 20 < wall);
+
+	/* event_test with a timeout sleeps too */
+	bool done = true;
+	cpu = now_us(CLOCK_THREAD_CPUTIME_ID);
+	wall = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_event_test(&ev, 100000, &done), 0);
+	wall = now_us(CLOCK_MONOTONIC) - wall;
+	cpu = now_us(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	assert_false(done);
+	assert_true(wall >= 100000);
+	assert_true(cpu * 20 < wall);
+
+	coffer__event_complete(&ev, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, evs), 1);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+/* A poller sleeping without timeout is woken by a completion from another thread. */
+static void test_wakeup_from_other_thread(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evp = &ev, *evs[2];
+	struct delayed d;
+	int64_t t0, cpu0, dt, cpu;
+
+	(void)state;
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	delayed_start(&d, 100, -ETIMEDOUT, 1, &evp);
+	t0 = now_us(CLOCK_MONOTONIC);
+	cpu0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+	assert_int_equal(coffer_eq_poll(eqh, 0, -1, 2, evs), 1);
+	dt = now_us(CLOCK_MONOTONIC) - t0;
+	cpu = now_us(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	pthread_join(d.tid, NULL);
+	assert_ptr_equal(evs[0], &ev);
+	assert_int_equal(ev.ev_error, -ETIMEDOUT);
+	assert_true(dt >= 90000 && dt < 10000000);
+	assert_true(cpu * 10 < dt); /* it slept */
+
+	/* event_test without timeout, same */
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	delayed_start(&d, 50, 0, 1, &evp);
+	bool done = false;
+	assert_int_equal(coffer_event_test(&ev, -1, &done), 0);
+	pthread_join(d.tid, NULL);
+	assert_true(done);
+	assert_int_equal(ev.ev_error, 0);
+
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+static void test_destroy_busy(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[2];
+
+	(void)state;
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);	      /* READY events do not hold it */
+	assert_int_equal(coffer__event_launch(&ev), -ENOENT); /* launched into a destroyed EQ */
+	coffer__event_complete(&ev, -EIO);		      /* no callback afterwards */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 2, evs), -ENOENT);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), -ENOENT);
+
+	eqh = new_eq();
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), -EBUSY); /* running */
+	coffer__event_complete(&ev, 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), -EBUSY); /* completed, not reaped */
+	query_counts(eqh, 0, 1);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 2, evs), 1);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+}
+
+static void test_destroy_force(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev[3], *evp[2] = {&ev[0], &ev[1]};
+	struct delayed d;
+	bool done = false;
+	int64_t t0;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&ev[i]), 0);
+	}
+	coffer__event_complete(&ev[2], -EIO); /* completed, never reaped: discarded */
+	delayed_start(&d, 100, -ECANCELED, 2, evp);
+	t0 = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_eq_destroy(eqh, COFFER_EQ_FORCE), 0); /* drains */
+	assert_true(now_us(CLOCK_MONOTONIC) - t0 >= 90000);
+	pthread_join(d.tid, NULL);
+	for (i = 0; i < 3; i++) {
+		/* every event is READY again, with its result */
+		assert_int_equal(coffer_event_test(&ev[i], 0, &done), 0);
+		assert_true(done);
+		assert_int_equal(ev[i].ev_error, i == 2 ? -EIO : -ECANCELED);
+		assert_int_equal(coffer__event_launch(&ev[i]), -ENOENT);
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eqh, COFFER_EQ_FORCE), -ENOENT);
+}
+
+/* A poller sleeping on an EQ that another thread destroys wakes and gets -ENOENT. */
+struct sleeper {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	int rc;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+	struct coffer_event *evs[1];
+
+	s->rc = coffer_eq_poll(s->eqh, 0, -1, 1, evs);
+	return NULL;
+}
+
+static void test_destroy_wakes_pollers(void **state)
+{
+	struct sleeper s[2];
+	coffer_handle_t eqh = new_eq();
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		s[i].eqh = eqh;
+		s[i].rc = 1;
+		assert_int_equal(pthread_create(&s[i].tid, NULL, sleeper_main, &s[i]), 0);
+	}
+	sleep_ms(50);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	for (i = 0; i < 2; i++) {
+		pthread_join(s[i].tid, NULL);
+		assert_int_equal(s[i].rc, -ENOENT);
+	}
+}
+
+static void test_query(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev[4], *evs[4];
+	int i;
+
+	(void)state;
+	assert_int_equal(coffer_eq_query(eqh, 0, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_query(eqh, 0x10, 0, NULL), -EINVAL);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&ev[i]), 0);
+	}
+	query_counts(eqh, 4, 0);
+	coffer__event_complete(&ev[2], 0);
+	coffer__event_complete(&ev[0], 0);
+	query_counts(eqh, 2, 2);
+	/* running events are not kept in a list: listing them is not supported */
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 4, evs), -EOPNOTSUPP);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_COMPLETED, 4, evs), 2);
+	assert_ptr_equal(evs[0], &ev[2]);
+	assert_ptr_equal(evs[1], &ev[0]);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_COMPLETED, 1, evs), 1);
+	query_counts(eqh, 2, 2); /* query reaps nothing */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 2);
+	assert_ptr_equal(evs[0], &ev[2]);
+	assert_ptr_equal(evs[1], &ev[0]);
+	coffer__event_complete(&ev[1], 0);
+	coffer__event_complete(&ev[3], 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 2);
+	query_counts(eqh, 0, 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+static void test_parent_children(void **state)
+{
+	coffer_handle_t eqh = new_eq(), eq2 = new_eq();
+	struct coffer_event p, c[3], nest, *evs[4];
+	bool done;
+	int i;
+
+	(void)state;
+	assert_int_equal(coffer_event_init(&p, eqh, NULL), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(coffer_event_init(&c[i], COFFER_HANDLE_NULL, &p), 0);
+	assert_int_equal(coffer_event_init(&nest, eqh, &c[0]), -EINVAL); /* no nesting */
+	assert_int_equal(coffer_event_init(&nest, eq2, &p), -EINVAL);	 /* other EQ */
+	assert_int_equal(coffer_event_init(&p, eqh, &p), -EINVAL);
+	assert_int_equal(coffer_event_test(&c[0], 0, &done), -EINVAL); /* reaped with parent */
+
+	assert_int_equal(coffer__event_launch(&p), -EINVAL); /* children first */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(coffer__event_launch(&c[i]), 0);
+	query_counts(eqh, 0, 0); /* children do not count on the EQ */
+	assert_int_equal(coffer__event_launch(&p), 0);
+	query_counts(eqh, 1, 0);
+	assert_int_equal(coffer_event_init(&nest, eqh, &p), -EBUSY); /* parent in flight */
+	assert_int_equal(coffer_event_fini(&c[1]), -EBUSY);
+	assert_int_equal(coffer_event_fini(&p), -EBUSY);
+
+	coffer__event_complete(&c[0], 0);
+	coffer__event_complete(&p, 0); /* own operation done, children pending */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+	query_counts(eqh, 1, 0);
+	coffer__event_complete(&c[1], -EIO);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+	coffer__event_complete(&c[2], -ENOSPC);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_ptr_equal(evs[0], &p);
+	assert_int_equal(p.ev_error, -EIO); /* first error */
+	assert_int_equal(c[0].ev_error, 0);
+	assert_int_equal(c[1].ev_error, -EIO);
+	assert_int_equal(c[2].ev_error, -ENOSPC);
+
+	/* second round: children are READY again; no error leaks */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(coffer__event_launch(&c[i]), 0);
+	for (i = 0; i < 3; i++)
+		coffer__event_complete(&c[i], 0); /* children may finish before the parent runs */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+	assert_int_equal(coffer__event_launch(&p), 0);
+	assert_int_equal(coffer_event_test(&p, 0, &done), 0);
+	assert_false(done);
+	coffer__event_complete(&p, 0);
+	assert_int_equal(coffer_event_test(&p, 0, &done), 0);
+	assert_true(done);
+	assert_int_equal(p.ev_error, 0);
+
+	/* the parent's own error counts too */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(coffer__event_launch(&c[i]), 0);
+	assert_int_equal(coffer__event_launch(&p), 0);
+	coffer__event_complete(&p, -EPROTO);
+	for (i = 0; i < 3; i++)
+		coffer__event_complete(&c[i], 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, -1, 4, evs), 1);
+	assert_int_equal(p.ev_error, -EPROTO);
+
+	/* a child leaves; fini of the parent takes the rest */
+	assert_int_equal(coffer_event_fini(&c[2]), 0);
+	assert_int_equal(coffer_event_fini(&p), 0);
+	assert_int_equal(coffer_event_fini(&c[0]), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	assert_int_equal(coffer_eq_destroy(eq2, 0), 0);
+}
+
+static void test_barrier(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event p, lone, c[2], *evs[4];
+	int i;
+
+	(void)state;
+	assert_int_equal(coffer_event_init(&lone, eqh, NULL), 0);
+	assert_int_equal(coffer_event_parent_barrier(&lone), -EINVAL); /* no children */
+	assert_int_equal(coffer_event_init(&p, eqh, NULL), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(coffer_event_init(&c[i], eqh, &p), 0);
+	assert_int_equal(coffer_event_parent_barrier(&c[0]), -EINVAL); /* a child */
+	assert_int_equal(coffer__event_launch(&c[0]), 0);
+	assert_int_equal(coffer_event_parent_barrier(&p), -EINVAL); /* c[1] not launched */
+	assert_int_equal(coffer__event_launch(&c[1]), 0);
+	assert_int_equal(coffer_event_parent_barrier(&p), 0);
+	assert_int_equal(coffer_event_parent_barrier(&p), -EBUSY);
+	query_counts(eqh, 1, 0);
+	coffer__event_complete(&c[1], 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+	coffer__event_complete(&c[0], -EIO);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_ptr_equal(evs[0], &p);
+	assert_int_equal(p.ev_error, -EIO);
+
+	/* all children done before the barrier: it completes at once */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(coffer__event_launch(&c[i]), 0);
+		coffer__event_complete(&c[i], 0);
+	}
+	assert_int_equal(coffer_event_parent_barrier(&p), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_ptr_equal(evs[0], &p);
+	assert_int_equal(p.ev_error, 0);
+
+	assert_int_equal(coffer_event_fini(&p), 0);
+	assert_int_equal(coffer_event_fini(&lone), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+static void test_event_test(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event a, b, *evs[4];
+	bool done = false;
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(coffer_event_init(&a, eqh, NULL), 0);
+	assert_int_equal(coffer_event_init(&b, eqh, NULL), 0);
+	assert_int_equal(coffer_event_test(&a, 0, &done), 0);
+	assert_true(done); /* READY: nothing in flight */
+	assert_int_equal(coffer__event_launch(&a), 0);
+	assert_int_equal(coffer__event_launch(&b), 0);
+	assert_int_equal(coffer_event_test(&a, 0, &done), 0);
+	assert_false(done);
+	t0 = now_us(CLOCK_MONOTONIC);
+	assert_int_equal(coffer_event_test(&a, 20000, &done), 0);
+	assert_false(done);
+	assert_true(now_us(CLOCK_MONOTONIC) - t0 >= 20000);
+
+	/* test() takes its event out of the EQ; poll returns only the others, in order */
+	coffer__event_complete(&a, -EIO);
+	coffer__event_complete(&b, -ENOSPC);
+	assert_int_equal(coffer_event_test(&b, 0, &done), 0);
+	assert_true(done);
+	assert_int_equal(b.ev_error, -ENOSPC);
+	query_counts(eqh, 0, 1);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 1);
+	assert_ptr_equal(evs[0], &a);
+	assert_int_equal(a.ev_error, -EIO);
+
+	/* fini of a completed, unreaped event takes it off the EQ */
+	assert_int_equal(coffer__event_launch(&a), 0);
+	coffer__event_complete(&a, 0);
+	query_counts(eqh, 0, 1);
+	assert_int_equal(coffer_event_fini(&a), 0);
+	query_counts(eqh, 0, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 0);
+	assert_int_equal(coffer_event_fini(&b), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+/* ---- progress hook ------------------------------------------------------------------------ */
+
+struct fake_chan {
+	_Atomic int progress_calls;
+	_Atomic int arm_calls;
+	_Atomic int disarm_calls;
+	_Atomic int arm_result;
+	_Atomic(struct coffer_event *) pending; /* completed by the next progress() */
+	int pending_rc;
+	struct coffer_event *arm_ev; /* made pending by an arm() that reports work */
+};
+
+static int fake_progress(void *arg)
+{
+	struct fake_chan *fc = arg;
+	struct coffer_event *ev;
+
+	atomic_fetch_add(&fc->progress_calls, 1);
+	ev = atomic_exchange(&fc->pending, NULL);
+	if (ev == NULL)
+		return 0;
+	coffer__event_complete(ev, fc->pending_rc);
+	return 1;
+}
+
+static int fake_arm(void *arg)
+{
+	struct fake_chan *fc = arg;
+
+	atomic_fetch_add(&fc->arm_calls, 1);
+	if (!atomic_exchange(&fc->arm_result, 0))
+		return 0;
+	atomic_store(&fc->pending, fc->arm_ev);
+	return 1;
+}
+
+static void fake_disarm(void *arg)
+{
+	struct fake_chan *fc = arg;
+
+	atomic_fetch_add(&fc->disarm_calls, 1);
+}
+
+/* The "peer": makes a reply pending, then rings the doorbell. */
+struct doorbell {
+	pthread_t tid;
+	struct fake_chan *fc;
+	struct coffer_event *ev;
+	int fd;
+	int delay_ms;
+};
+
+static void *doorbell_main(void *arg)
+{
+	struct doorbell *db = arg;
+	uint64_t one = 1;
+
+	sleep_ms(db->delay_ms);
+	atomic_store(&db->fc->pending, db->ev);
+	if (write(db->fd, &one, sizeof(one)) != sizeof(one))
+		db->fd = -1;
+	return NULL;
+}
+
+static void test_progress_hook(void **state)
+{
+	coffer_handle_t eqh = new_eq();
+	struct fake_chan fc = {0};
+	struct coffer__eq_progress hook = {
+	    .progress = fake_progress, .arm = fake_arm, .disarm = fake_disarm, .arg = &fc};
+	struct coffer__eq_progress nohook = {.progress = NULL, .arg = &fc};
+	struct coffer_event ev, *evs[2];
+	struct doorbell db;
+	int fd, calls;
+	bool done;
+
+	(void)state;
+	fd = coffer__eq_wake_fd(eqh);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+
+	assert_int_equal(coffer__eq_set_progress(eqh, &nohook), -EINVAL);
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), -EBUSY);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+
+	/* poll drives progress: the hook completes the event */
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	fc.pending_rc = -EPIPE;
+	atomic_store(&fc.pending, &ev);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 2, evs), 1);
+	assert_int_equal(ev.ev_error, -EPIPE);
+	assert_true(atomic_load(&fc.progress_calls) >= 1);
+
+	/* arm() says work arrived (it made a reply pending): no sleep, disarm, progress again */
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	fc.pending_rc = 0;
+	fc.arm_ev = &ev;
+	atomic_store(&fc.arm_result, 1);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 2, evs), 0); /* no wait: no arm either */
+	assert_int_equal(atomic_load(&fc.arm_calls), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 5000000, 2, evs), 1);
+	assert_ptr_equal(evs[0], &ev);
+	assert_int_equal(atomic_load(&fc.arm_calls), 1);
+	assert_int_equal(atomic_load(&fc.disarm_calls), 1);
+
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	/* arm() returns 0: the poller sleeps; the peer rings the doorbell; disarm follows */
+	db.fc = &fc;
+	db.ev = &ev;
+	db.fd = fd;
+	db.delay_ms = 50;
+	assert_int_equal(pthread_create(&db.tid, NULL, doorbell_main, &db), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 5000000, 2, evs), 1);
+	pthread_join(db.tid, NULL);
+	assert_int_equal(db.fd, fd);
+	assert_ptr_equal(evs[0], &ev);
+	assert_true(atomic_load(&fc.arm_calls) >= 1);
+	assert_int_equal(atomic_load(&fc.arm_calls), atomic_load(&fc.disarm_calls));
+
+	/* detached: never called again */
+	assert_int_equal(coffer__eq_set_progress(eqh, NULL), 0);
+	calls = atomic_load(&fc.progress_calls);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 1000, 2, evs), 0);
+	assert_int_equal(atomic_load(&fc.progress_calls), calls);
+
+	/* destroy detaches an attached hook: events that outlive the EQ never reach it */
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	calls = atomic_load(&fc.progress_calls);
+	assert_int_equal(coffer_event_test(&ev, 1000, &done), 0);
+	assert_true(done);
+	assert_int_equal(coffer__event_launch(&ev), -ENOENT);
+	assert_int_equal(atomic_load(&fc.progress_calls), calls);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+}
+
+/* ---- concurrent pollers: each completion returned exactly once ---------------------------- */
+
+#define MP_EVENTS     4000
+#define MP_POLLERS    3
+#define MP_COMPLETERS 2
+
+struct mp_ctx {
+	coffer_handle_t eqh;
+	struct coffer_event ev[MP_EVENTS];
+	_Atomic int seen[MP_EVENTS];
+	_Atomic int reaped;
+	_Atomic int errors;
+	_Atomic int next;
+};
+
+static void *mp_completer(void *arg)
+{
+	struct mp_ctx *mp = arg;
+	int i;
+
+	while ((i = atomic_fetch_add(&mp->next, 1)) < MP_EVENTS) {
+		if (coffer__event_launch(&mp->ev[i]) != 0)
+			atomic_fetch_add(&mp->errors, 1);
+		coffer__event_complete(&mp->ev[i], -(i % 13));
+	}
+	return NULL;
+}
+
+static void *mp_poller(void *arg)
+{
+	struct mp_ctx *mp = arg;
+	struct coffer_event *evs[7];
+	int k, i, idx;
+
+	while (atomic_load(&mp->reaped) < MP_EVENTS) {
+		k = coffer_eq_poll(mp->eqh, 0, 2000, 7, evs);
+		if (k < 0) {
+			atomic_fetch_add(&mp->errors, 1);
+			break;
+		}
+		for (i = 0; i < k; i++) {
+			idx = (int)(evs[i] - mp->ev);
+			if (idx < 0 || idx >= MP_EVENTS || evs[i]->ev_error != -(idx % 13) ||
+			    atomic_fetch_add(&mp->seen[idx], 1) != 0)
+				atomic_fetch_add(&mp->errors, 1);
+		}
+		atomic_fetch_add(&mp->reaped, k);
+	}
+	return NULL;
+}
+
+static void test_concurrent_pollers_exactly_once(void **state)
+{
+	static struct mp_ctx mp;
+	pthread_t pt[MP_POLLERS], ct[MP_COMPLETERS];
+	int i;
+
+	(void)state;
+	memset(&mp, 0, sizeof(mp));
+	mp.eqh = new_eq();
+	for (i = 0; i < MP_EVENTS; i++)
+		assert_int_equal(coffer_event_init(&mp.ev[i], mp.eqh, NULL), 0);
+	for (i = 0; i < MP_POLLERS; i++)
+		assert_int_equal(pthread_create(&pt[i], NULL, mp_poller, &mp), 0);
+	for (i = 0; i < MP_COMPLETERS; i++)
+		assert_int_equal(pthread_create(&ct[i], NULL, mp_completer, &mp), 0);
+	for (i = 0; i < MP_COMPLETERS; i++)
+		pthread_join(ct[i], NULL);
+	for (i = 0; i < MP_POLLERS; i++)
+		pthread_join(pt[i], NULL);
+	assert_int_equal(atomic_load(&mp.errors), 0);
+	assert_int_equal(atomic_load(&mp.reaped), MP_EVENTS);
+	for (i = 0; i < MP_EVENTS; i++)
+		assert_int_equal(atomic_load(&mp.seen[i]), 1);
+	query_counts(mp.eqh, 0, 0);
+	for (i = 0; i < MP_EVENTS; i++)
+		assert_int_equal(coffer_event_fini(&mp.ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(mp.eqh, 0), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_uninitialised),
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	    T(test_create_destroy_handles),
+	    T(test_launch_complete_poll),
+	    T(test_fifo_order_and_batches),
+	    T(test_state_errors),
+	    T(test_poll_args_and_timeouts),
+	    T(test_poll_sleeps),
+	    T(test_wakeup_from_other_thread),
+	    T(test_destroy_busy),
+	    T(test_destroy_force),
+	    T(test_destroy_wakes_pollers),
+	    T(test_query),
+	    T(test_parent_children),
+	    T(test_barrier),
+	    T(test_event_test),
+	    T(test_progress_hook),
+	    T(test_concurrent_pollers_exactly_once),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
