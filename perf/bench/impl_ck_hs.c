@@ -84,6 +84,7 @@ static void ckh_map_free_cb(ck_epoch_entry_t *e)
 {
 	struct ckh_deferred *d = (struct ckh_deferred *)e;
 
+	bh_tsan_acquire(e);
 	free(d->p);
 	free(d);
 }
@@ -105,6 +106,7 @@ static void ckh_free(void *p, size_t n, bool defer)
 		return;
 	}
 	d->p = p;
+	bh_tsan_release(&d->entry);
 	ck_epoch_call(&ckh_self->rec, &d->entry, ckh_map_free_cb);
 }
 
@@ -213,6 +215,7 @@ static void ckh_free_cb(ck_epoch_entry_t *e)
 {
 	struct ckh_rec *r = (struct ckh_rec *)((char *)e - offsetof(struct ckh_rec, entry));
 
+	bh_tsan_acquire(e); /* pairs with the release in ckh_put */
 	bh_rec_free(r->ctx, &r->b);
 }
 
@@ -222,6 +225,7 @@ static void ckh_put(struct ckh_tab *t, struct ckh_tls *s, struct ckh_rec *r)
 	int64_t old = atomic_fetch_sub_explicit(&r->ref, 1, memory_order_acq_rel);
 
 	if (old == 1) {
+		bh_tsan_release(&r->entry);
 		ck_epoch_call(&s->rec, &r->entry, ckh_free_cb);
 		if (++s->deferred % CKH_POLL_EVERY == 0)
 			ck_epoch_poll(&s->rec);

@@ -126,6 +126,7 @@ static void lf_free_cb(struct rcu_head *head)
 {
 	struct lf_rec *r = caa_container_of(head, struct lf_rec, rcu);
 
+	bh_tsan_acquire(head); /* pairs with the release in lf_put (call_rcu's queue) */
 	bh_rec_free(r->ctx, &r->b);
 }
 
@@ -134,9 +135,10 @@ static void lf_put(struct lf_tab *t, struct lf_rec *r)
 	/* acq_rel: see the design note. */
 	int64_t old = atomic_fetch_sub_explicit(&r->ref, 1, memory_order_acq_rel);
 
-	if (old == 1)
+	if (old == 1) {
+		bh_tsan_release(&r->rcu);
 		urcu_bp_call_rcu(&r->rcu, lf_free_cb);
-	else if (old <= 0)
+	} else if (old <= 0)
 		bh_error(t->ctx, "urcu-lfht: refcount below zero");
 }
 
