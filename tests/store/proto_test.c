@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/store/proto_test.c - unit tests of the protocol helpers shared by client and store
+ * (runtime/proto.c): header/length/count validation, request field validation, reply
+ * bounds checks, fd passing without leaks, and the default socket path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/proto_util.h"
+
+static void test_msg_check(void **state)
+{
+	unsigned char buf[COFFER_MSG_MAX_BYTES + 64] = {0};
+	struct coffer_msg_hdr h, out;
+
+	(void)state;
+	coffer__msg_hdr_init(&h, COFFER_MSG_HELLO, 0, sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), 0);
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) - 1, &out), -EPROTO); /* truncated */
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 1, &out), -EPROTO); /* length */
+	h.version = 2;
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTONOSUPPORT);
+	h.version = COFFER_PROTO_VERSION;
+	h.magic = 0;
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTO);
+	coffer__msg_hdr_init(&h, 99, 0, sizeof(h)); /* unknown type */
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTO);
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 1, sizeof(h)); /* count on a fixed msg */
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTO);
+	/* REQUEST: 1..256 entries, length must match. */
+	coffer__msg_hdr_init(&h, COFFER_MSG_REQUEST, 2, sizeof(h) + 2 * 64);
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 128, &out), 0);
+	assert_int_equal(out.count, 2);
+	coffer__msg_hdr_init(&h, COFFER_MSG_REQUEST, 3, sizeof(h) + 2 * 64); /* wrong count */
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 128, &out), -EPROTO);
+	coffer__msg_hdr_init(&h, COFFER_MSG_REQUEST, 0, sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTO);
+	coffer__msg_hdr_init(&h, COFFER_MSG_REQUEST, 257, sizeof(h) + 257 * 64);
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 257 * 64, &out), -EPROTO);
+	/* count * size overflow in 32 bits must not wrap into a match */
+	coffer__msg_hdr_init(&h, COFFER_MSG_REQUEST, 0x04000001u, sizeof(h) + 64);
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 64, &out), -EPROTO);
+}
+
+static void test_req_check(void **state)
+{
+	struct coffer_req r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.op = COFFER_OP_CREATE;
+	r.size = 10;
+	r.flags = COFFER_CREATE_REPLACE;
+	assert_int_equal(coffer__req_check(&r), 0);
+	r.flags = 0x2;
+	assert_int_equal(coffer__req_check(&r), -EINVAL);
+	r.flags = 0;
+	r.timeout_us = 5;
+	assert_int_equal(coffer__req_check(&r), -EINVAL); /* timeout only for GET */
+	r.timeout_us = 0;
+	r.rsvd0 = 1;
+	assert_int_equal(coffer__req_check(&r), -EINVAL);
+	memset(&r, 0, sizeof(r));
+	r.op = COFFER_OP_GET;
+	r.timeout_us = -1;
+	assert_int_equal(coffer__req_check(&r), 0);
+	r.size = 1;
+	assert_int_equal(coffer__req_check(&r), -EINVAL);
+	memset(&r, 0, sizeof(r));
+	r.op = COFFER_OP_RELEASE;
+	r.flags = COFFER_RELEASE_BY_OFFSET;
+	r.size = 4096;
+	assert_int_equal(coffer__req_check(&r), 0);
+	r.op = 0;
+	assert_int_equal(coffer__req_check(&r), -EINVAL);
+	r.op = COFFER_OP_MAX + 1;
+	assert_int_equal(coffer__req_check(&r), -EINVAL);
+}
+
+static void test_rep_check(void **state)
+{
+	struct coffer_rep r = {.status = 0, .segment = 7, .offset = 100, .size = 50};
+
+	(void)state;
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 7, 150), 0);
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 7, 149), -EPROTO);
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 8, 150), -EPROTO);
+	r.offset = UINT64_MAX - 10;
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 7, 150), -EPROTO);
+	r.status = 5;
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 7, 150), -EPROTO);
+	r.status = -ENOENT;
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_GET, 7, 150), 0);
+	r.status = 0;
+	r.size = 2;
+	assert_int_equal(coffer__rep_check(&r, COFFER_OP_CONTAINS, 7, 150), -EPROTO);
+}
+
+static int count_fds(void)
+{
+	int fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
+
+static void test_fd_passing(void **state)
+{
+	int sv[2], p[2], fds[COFFER_MSG_FDS_MAX], before;
+	unsigned int nfds;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(pipe(p), 0);
+	before = count_fds();
+	assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
+	assert_int_equal(coffer__recv_fds(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0), 3);
+	assert_int_equal(nfds, 2);
+	close(fds[0]);
+	close(fds[1]);
+	/* More fds than the receiver accepts: all closed, -EMSGSIZE. */
+	assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
+	assert_int_equal(coffer__recv_fds(sv[1], buf, sizeof(buf), fds, &nfds, 1, 0), -EMSGSIZE);
+	assert_int_equal(nfds, 0);
+	/* Oversized message: -EMSGSIZE. */
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(coffer__send_fds(sv[0], buf, sizeof(buf), NULL, 0, 0), sizeof(buf));
+	assert_int_equal(coffer__recv_fds(sv[1], buf, 10, fds, &nfds, 2, 0), -EMSGSIZE);
+	assert_int_equal(count_fds(), before); /* nothing leaked */
+	/* Peer gone: -EPIPE, never SIGPIPE. */
+	close(sv[1]);
+	assert_int_equal(coffer__send_fds(sv[0], "x", 1, NULL, 0, 0), -EPIPE);
+	close(sv[0]);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_default_socket_path(void **state)
+{
+	char buf[108];
+
+	(void)state;
+	setenv("COFFER_SOCKET", "/tmp/x.sock", 1);
+	assert_int_equal(coffer__default_socket_path(buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/tmp/x.sock");
+	assert_int_equal(coffer__default_socket_path(buf, 5), -ENAMETOOLONG);
+	unsetenv("COFFER_SOCKET");
+	unsetenv("XDG_RUNTIME_DIR");
+	assert_int_equal(coffer__default_socket_path(buf, sizeof(buf)), 0);
+	assert_true(strstr(buf, "coffer") != NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_msg_check),		cmocka_unit_test(test_req_check),
+	    cmocka_unit_test(test_rep_check),		cmocka_unit_test(test_fd_passing),
+	    cmocka_unit_test(test_default_socket_path),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
