@@ -73,7 +73,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <urcu/urcu-bp.h>
+#include "runtime/rcu.h"
 
 #include "eventq/eq_impl.h"
 
@@ -286,7 +286,7 @@ void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep)
 	/* The event may be reaped, finalised and freed as soon as it is pushed, dropping the
 	 * last reference on the EQ; the read-side section keeps the EQ's memory (and fd)
 	 * valid until we are done with it. */
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	/* RUNNING - 1, COMPLETED + 1 in one RMW (RUNNING >= 1: counted at launch).
 	 * seq_cst: our half of the sleeper handshake (pairs with coffer__eq_sleep()); it also
 	 * releases the event's state to whoever reads the word (test's wake condition). */
@@ -295,19 +295,19 @@ void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep)
 	mpsc_push(eq, &ep->ep_qnode);
 	/* From here on @ep belongs to whoever reaps it. */
 	coffer__eq_wake_sleepers(eq);
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 }
 
 void coffer__eq_progress(struct coffer_eq *eq)
 {
 	struct coffer__eq_progress *hook;
 
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	/* acquire (RCU dereference): pairs with the release CAS in coffer__eq_set_progress() */
 	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
 	if (hook != NULL)
 		(void)hook->progress(hook->arg); /* < 0: events were completed with errors */
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 }
 
 void coffer__eq_deadline(struct timespec *ts, int64_t timeout_us)
@@ -366,24 +366,24 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 	if (cond(arg, word))
 		goto out;
 
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	/* acquire (RCU dereference): pairs with coffer__eq_set_progress() */
 	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
 	if (hook != NULL && hook->arm != NULL)
 		armed = hook->arm(hook->arg);
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 
 	if (armed <= 0)
 		/* EINTR or a timeout: the caller re-checks and decides */
 		(void)ppoll(&pfd, 1, deadline != NULL ? &left : NULL, NULL);
 
 	if (hook != NULL && hook->arm != NULL) {
-		urcu_bp_read_lock();
+		coffer__rcu_read_lock();
 		/* disarm only the hook we armed, and only while it is still attached */
 		if (atomic_load_explicit(&eq->eq_hook, memory_order_acquire) == hook &&
 		    hook->disarm != NULL)
 			hook->disarm(hook->arg);
-		urcu_bp_read_unlock();
+		coffer__rcu_read_unlock();
 	}
 	if (armed <= 0)
 		eq_drain(eq);
@@ -529,6 +529,9 @@ static void eq_detach(struct coffer_eq *eq)
 	old = atomic_exchange_explicit(&eq->eq_hook, NULL, memory_order_acq_rel);
 	if (old != NULL) {
 		urcu_bp_synchronize_rcu();
+		/* tells TSan that the grace period ordered every section that used @old before
+		 * the free (runtime/rcu.h); a no-op otherwise */
+		coffer__rcu_gp_acquire();
 		free(old);
 	}
 }
@@ -546,17 +549,21 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags)
 		return rc;
 
 	if (flags & COFFER_EQ_FORCE) {
-		/* acq_rel: launches after this fail; pairs with their fetch_add */
+		/* seq_cst: launches ordered after this in eq_word's modification order see
+		 * CLOSING and fail; seq_cst because sleepers test CLOSING after their seq_cst
+		 * increment of eq_sleepers, and we read eq_sleepers after this (Dekker). */
 		old = atomic_fetch_or_explicit(&eq->eq_word, COFFER__EQW_CLOSING,
-					       memory_order_acq_rel);
+					       memory_order_seq_cst);
 		if (old & COFFER__EQW_CLOSING) {
 			coffer__eq_put(eq);
 			return -ENOENT; /* another thread is destroying it */
 		}
 		eq_drain_running(eq);
 	} else if (!atomic_compare_exchange_strong_explicit(
-		       &eq->eq_word, &expect, COFFER__EQW_CLOSING, memory_order_acq_rel,
-		       memory_order_relaxed)) {
+		       &eq->eq_word, &expect, COFFER__EQW_CLOSING,
+		       memory_order_seq_cst /* as the fetch_or above */, memory_order_relaxed)) {
+		/* one CAS decides against every racing launch: it fails if one counted itself
+		 * first, else the launch sees CLOSING */
 		coffer__eq_put(eq);
 		return (expect & COFFER__EQW_CLOSING) ? -ENOENT : -EBUSY;
 	}
@@ -601,10 +608,10 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 	if (timeout_us > 0)
 		coffer__eq_deadline(&deadline, timeout_us);
 
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	link = coffer_hhash_lookup_rcu(hh, eqh, COFFER_HTYPE_EQ);
 	if (link == NULL) {
-		urcu_bp_read_unlock();
+		coffer__rcu_read_unlock();
 		return -ENOENT;
 	}
 	eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
@@ -636,14 +643,14 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 				break;
 			}
 		}
-		urcu_bp_read_unlock();
+		coffer__rcu_read_unlock();
 		if (retry || coffer__eqw_completed(word) > 0)
 			sched_yield(); /* a completion is inside its push window */
 		else
 			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc);
-		urcu_bp_read_lock();
+		coffer__rcu_read_lock();
 	}
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	if (ref != NULL)
 		coffer__eq_put(eq);
 	return rc;

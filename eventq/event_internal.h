@@ -11,8 +11,10 @@
 
 /*
  * coffer__event_launch() - READY -> RUNNING; counts the event as running on its EQ.
- * Return: 0; -EBUSY when the event is not READY; -ENOENT when its EQ was destroyed;
- * -EINVAL when @ev was never initialised.
+ * Return: 0; -EBUSY when the event is not READY (for a child: also when its parent is not
+ * READY, children are launched before their parent); -ENOENT when its EQ was destroyed;
+ * -EINVAL when @ev was never initialised, or is a parent with a child not launched yet.
+ * Resets ev_error to 0. Takes no lock and does not look the EQ up (one atomic RMW on it).
  * Context: any thread; not inside an RCU read-side section.
  */
 int coffer__event_launch(struct coffer_event *ev);
@@ -21,13 +23,21 @@ int coffer__event_launch(struct coffer_event *ev);
  * coffer__event_complete() - RUNNING -> COMPLETED with result @rc (0 or -errno); makes the
  * event pollable on its EQ (and completes its parent when it was the last child), and wakes
  * pollers that sleep.
- * Context: any thread, including from inside a progress hook called by poll.
+ * A completion of an event that is not RUNNING (never launched, a launch that failed, or a
+ * second completion) is ignored. Wait-free except for one eventfd write(2) when a poller
+ * sleeps; takes no lock. After it returns the event may already be reaped and reused.
+ * Context: any thread, including from inside a progress hook called by poll, and inside or
+ * outside an RCU read-side section.
  */
 void coffer__event_complete(struct coffer_event *ev, int rc);
 
 /*
  * Progress hook of an EQ (the runtime attaches the IPC channel of that EQ). All three run
  * under no EQ lock; several pollers may call them concurrently (the hook serialises itself).
+ * They run inside an RCU read-side section (that is how detaching waits for them): they must
+ * not block, wait for a grace period (synchronize_rcu, rcu_barrier, coffer_fini), detach the
+ * hook or destroy the EQ. They may complete events (coffer__event_complete()).
+ * disarm() follows every arm() (whatever it returned) while the hook is still attached.
  */
 struct coffer__eq_progress {
 	/* Drain whatever completed; never blocks. Return events completed (>= 0) or -errno
@@ -44,14 +54,21 @@ struct coffer__eq_progress {
 
 /*
  * coffer__eq_set_progress() - attach (or with @p == NULL detach) the progress hook.
- * Return: 0, -ENOENT (no such EQ), -EBUSY (a hook is already attached).
+ * @p is copied. Detaching waits for a grace period when a hook was attached: once it
+ * returns, the old hook is never called again (coffer_eq_destroy() detaches the same way).
+ * Return: 0, -ENOENT (no such EQ, or being destroyed), -EBUSY (a hook is already attached),
+ * -EINVAL (@p->progress NULL, bad handle), -ENOMEM.
+ * Context: any thread; not inside an RCU read-side section, not from inside the hook.
  */
 int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progress *p);
 
 /*
- * coffer__eq_wake_fd() - the eventfd (EFD_NONBLOCK) that sleeping pollers of @eqh wait on;
- * the runtime hands a duplicate to the store as the reply doorbell.
- * Return: fd >= 0, or -ENOENT.
+ * coffer__eq_wake_fd() - the eventfd (EFD_NONBLOCK | EFD_CLOEXEC) that sleeping pollers of
+ * @eqh wait on; the runtime hands a duplicate to the store as the reply doorbell. Writing it
+ * wakes every sleeping poller of the EQ; pollers drain it.
+ * Return: fd >= 0, or -ENOENT (destroyed or being destroyed), -EINVAL (bad handle).
+ * Lifetime: the EQ closes it when its memory is freed (after destroy and the last event's
+ * fini): dup() it to keep it longer.
  */
 int coffer__eq_wake_fd(coffer_handle_t eqh);
 
