@@ -13,8 +13,11 @@
  * COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE. The replacement is invisible
  * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
  * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
- * (timeout 0: a missing block is an error, or zeros with coffer_missing=zeros), copies it
- * into the io_u and releases it.
+ * by ObjectID (coffer_obj_get_bulk of one ID, timeout 0: a missing block is an error, or
+ * zeros with coffer_missing=zeros), copies it into the io_u and releases it by ObjectID
+ * (coffer_obj_release_oid). Reads take no object handle: opening and closing one per I/O
+ * (a handle-hash insert, a delete and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU
+ * a read took with handles, measured with this engine at iodepth 32.
  *
  * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
  *  - queue launches the first stage (create or get) with the io_u's own event on the job's
@@ -101,19 +104,18 @@ struct cf_op {
 	struct coffer_event ev;
 	enum cf_kind kind;
 	enum cf_stage stage;
-	coffer_handle_t oh;  /* object handle while a stage needs it */
-	struct cf_op *next;  /* retry list or release free list */
-	struct cf_op *chain; /* every release event ever allocated (freed at cleanup) */
+	coffer_handle_t oh;    /* object handle while a write stage needs it */
+	struct coffer_oid oid; /* the block's ObjectID */
+	struct cf_op *next;    /* retry list or release free list */
+	struct cf_op *chain;   /* every release event ever allocated (freed at cleanup) */
 };
 
 /* Per io_u state (io_u->engine_data). */
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	struct coffer_oid oid;
-	void *wdata;	   /* create: writable pointer into the arena */
-	const void *rdata; /* get: read-only pointer into the arena */
-	uint64_t rsize;	   /* get: object size in bytes */
+	void *wdata;		    /* create: writable pointer into the arena */
+	struct coffer_obj_buf rbuf; /* get: read-only pointer into the arena, size, status */
 };
 
 /* Per file state (fio_file->engine_data). */
@@ -272,7 +274,7 @@ static int cf_launch(struct cf_data *cd, struct cf_op *op)
 
 	switch (op->kind) {
 	case CF_KIND_RELEASE:
-		rc = coffer_obj_release(op->oh, &op->ev);
+		rc = coffer_obj_release_oid(cd->conn, &op->oid, &op->ev);
 		break;
 	case CF_KIND_IO:
 		switch (op->stage) {
@@ -284,10 +286,12 @@ static int cf_launch(struct cf_data *cd, struct cf_op *op)
 			rc = coffer_obj_seal(op->oh, COFFER_SEAL_RELEASE, &op->ev);
 			break;
 		case CF_R_GET:
-			rc = coffer_obj_get(op->oh, 0, &req->rdata, &req->rsize, &op->ev);
+			/* by ObjectID: a read needs no object handle (no handle-hash insert and
+			 * delete per I/O); timeout 0: a missing block is answered at once */
+			rc = coffer_obj_get_bulk(cd->conn, &op->oid, 1, 0, &req->rbuf, &op->ev);
 			break;
 		case CF_T_DELETE:
-			rc = coffer_obj_delete(cd->conn, &req->oid, &op->ev);
+			rc = coffer_obj_delete(cd->conn, &op->oid, &op->ev);
 			break;
 		default:
 			rc = -EINVAL;
@@ -349,19 +353,18 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 		cf_io_done(cd, req, err);
 		return;
 	}
-	n = req->rsize < io_u->xfer_buflen ? req->rsize : io_u->xfer_buflen;
-	memcpy(io_u->xfer_buf, req->rdata, n);
+	n = req->rbuf.size < io_u->xfer_buflen ? req->rbuf.size : io_u->xfer_buflen;
+	memcpy(io_u->xfer_buf, req->rbuf.data, n);
 	io_u->resid = io_u->xfer_buflen - n;
 
 	/* The copy is done: the io_u completes now, the release travels on its own event. */
 	rel = cf_rel_get(cd);
 	if (rel) {
-		rel->oh = req->op.oh;
-		req->op.oh = COFFER_HANDLE_NULL;
+		rel->oid = req->op.oid;
 		cf_launch_or_park(cd, rel);
 	} else {
 		/* no memory for an event: release synchronously rather than leak the reference */
-		coffer_obj_release(req->op.oh, NULL);
+		coffer_obj_release_oid(cd->conn, &req->op.oid, NULL);
 	}
 	cf_io_done(cd, req, 0);
 }
@@ -398,6 +401,8 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_io_done(cd, req, err);
 		return;
 	case CF_R_GET:
+		if (err == 0)
+			err = req->rbuf.status; /* the block's own result */
 		if (err == -ENOENT && missing == CF_MISSING_ZEROS) {
 			memset(req->io_u->xfer_buf, 0, req->io_u->xfer_buflen);
 			cf_io_done(cd, req, 0);
@@ -611,9 +616,9 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_COMPLETED;
 	}
 
-	cf_block_oid(cff, io_u->offset, &req->oid);
-	if (stage != CF_T_DELETE) {
-		rc = coffer_obj_open(cd->conn, &req->oid, 0, &req->op.oh);
+	cf_block_oid(cff, io_u->offset, &req->op.oid);
+	if (stage == CF_W_CREATE) {
+		rc = coffer_obj_open(cd->conn, &req->op.oid, 0, &req->op.oh);
 		if (rc < 0) {
 			io_u->error = (unsigned int)-rc;
 			return FIO_Q_COMPLETED;
