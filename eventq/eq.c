@@ -198,6 +198,12 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
 	uint64_t sub;
 
 	*retry = false;
+	/* Nothing counted means nothing queued (completions count themselves before they
+	 * push): an empty poll reads one cache line and takes no lock. relaxed: a stale zero
+	 * only delays the reap to the next attempt, and sleepers re-check with seq_cst. */
+	*wordp = atomic_load_explicit(&eq->eq_word, memory_order_relaxed);
+	if (coffer__eqw_completed(*wordp) == 0)
+		return 0;
 	reap_lock(eq);
 	while (k < n && (ep = eq->eq_rl_head) != NULL) {
 		rl_remove_locked(eq, ep);

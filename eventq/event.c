@@ -381,11 +381,17 @@ COFFER_API int coffer_event_test(struct coffer_event *ev, int64_t timeout_us, bo
 			*done = false;
 			return 0;
 		}
-		if (st == COFFER__EVS_COMPLETED)
+		if (st == COFFER__EVS_COMPLETED) {
 			sched_yield(); /* inside its push window, or being reaped by a poller */
-		else
+		} else {
 			coffer__eq_sleep(ep->ep_eq, timeout_us > 0 ? &deadline : NULL, test_wake,
 					 ep);
+			/* We may have drained a wake-up meant for a poller of other events: pass
+			 * it on (seq_cst: as a reaper's re-ring check, see eq.c). */
+			if (coffer__eqw_completed(atomic_load_explicit(&ep->ep_eq->eq_word,
+								       memory_order_seq_cst)) > 0)
+				coffer__eq_wake_sleepers(ep->ep_eq);
+		}
 	}
 	*done = true;
 	return 0;

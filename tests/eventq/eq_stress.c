@@ -11,8 +11,10 @@
  * each, so events cycle READY -> RUNNING -> COMPLETED -> READY many times, and yield between
  * launch and completion every -y events to widen race windows (liburcu's DEBUG_YIELD idea).
  *
+ * With -h, completions come from the pollers' progress hook instead (see chan below).
+ *
  * Usage: eq_stress [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]
- *                  [-y yield_every] [-t poll_timeout_us]
+ *                  [-y yield_every] [-t poll_timeout_us] [-h]
  * Prints one summary line; exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
 #include <errno.h>
@@ -32,15 +34,86 @@
 
 #include "eventq/event_internal.h"
 
+static int expected_rc(uint64_t seq)
+{
+	return -(int)(seq % 5); /* 0, -1 (EPERM), ... -4: differs between consecutive uses */
+}
+
+struct sev;
+
+/* Complete now (default) or post to the fake channel (-h). */
+static void finish(struct sev *s, int rc);
+
 struct sev {
 	struct coffer_event ev;
 	uint64_t seq;	  /* written by the launcher before launch, read by the poller */
 	_Atomic int busy; /* launched and not yet returned by a poll */
 	int terminator;
+	struct sev *chan_next; /* -h: link in the fake channel */
 };
 
+/*
+ * -h: a fake IPC channel, as the runtime's will be: launchers post launched events to it and
+ * ring the EQ's wake fd (the doorbell) when a poller armed it; the pollers' progress hook
+ * completes whatever was posted. This drives completions from inside poll, concurrently in
+ * several pollers, and checks the arm/disarm protocol against lost wake-ups.
+ */
 static struct {
-	unsigned int pollers, launchers, pool, batch, yield_every;
+	_Atomic(struct sev *) posted; /* Treiber stack; progress takes it whole */
+	_Atomic int armed;	      /* pollers between arm() and disarm() */
+	int wake_fd;
+	_Atomic uint64_t progress_calls, arms, doorbells;
+} chan;
+
+static void chan_post(struct sev *s)
+{
+	struct sev *head = atomic_load_explicit(&chan.posted, memory_order_relaxed);
+	uint64_t one = 1;
+
+	do
+		s->chan_next = head;
+	while (!atomic_compare_exchange_weak_explicit(&chan.posted, &head, s, memory_order_seq_cst,
+						      memory_order_relaxed));
+	/* seq_cst: pairs with arm()'s seq_cst increment then load of posted (Dekker) */
+	if (atomic_load_explicit(&chan.armed, memory_order_seq_cst) > 0) {
+		atomic_fetch_add_explicit(&chan.doorbells, 1, memory_order_relaxed);
+		if (write(chan.wake_fd, &one, sizeof(one)) != sizeof(one))
+			abort(); /* eventfd write cannot fail here: not a test outcome */
+	}
+}
+
+static int chan_progress(void *arg)
+{
+	struct sev *s, *next;
+	int n = 0;
+
+	(void)arg;
+	atomic_fetch_add_explicit(&chan.progress_calls, 1, memory_order_relaxed);
+	/* acquire: pairs with chan_post()'s CAS; we own the whole list after the exchange */
+	for (s = atomic_exchange_explicit(&chan.posted, NULL, memory_order_acquire); s; s = next) {
+		next = s->chan_next;
+		coffer__event_complete(&s->ev, s->terminator ? 0 : expected_rc(s->seq));
+		n++;
+	}
+	return n;
+}
+
+static int chan_arm(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add_explicit(&chan.arms, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&chan.armed, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&chan.posted, memory_order_seq_cst) != NULL;
+}
+
+static void chan_disarm(void *arg)
+{
+	(void)arg;
+	atomic_fetch_sub_explicit(&chan.armed, 1, memory_order_relaxed);
+}
+
+static struct {
+	unsigned int pollers, launchers, pool, batch, yield_every, hook;
 	uint64_t events;
 	int64_t timeout_us;
 	coffer_handle_t eqh;
@@ -49,11 +122,6 @@ static struct {
 	_Atomic uint64_t dup, bad_error, bad_seq, launch_fail, poll_fail, empty_polls;
 	struct sev *terms;
 } g;
-
-static int expected_rc(uint64_t seq)
-{
-	return -(int)(seq % 5); /* 0, -1 (EPERM), ... -4: differs between consecutive uses */
-}
 
 struct launcher {
 	pthread_t tid;
@@ -83,7 +151,7 @@ static void *launcher_main(void *arg)
 		}
 		if (g.yield_every && seq % g.yield_every == 0)
 			sched_yield();
-		coffer__event_complete(&s->ev, expected_rc(seq));
+		finish(s, expected_rc(seq));
 	}
 	return NULL;
 }
@@ -122,7 +190,7 @@ static void *poller_main(void *arg)
 				if (coffer__event_launch(&s->ev) != 0)
 					atomic_fetch_add(&g.launch_fail, 1);
 				else
-					coffer__event_complete(&s->ev, 0);
+					finish(s, 0);
 				continue;
 			}
 			if (s->seq >= g.events) {
@@ -145,6 +213,14 @@ static void *poller_main(void *arg)
 	return NULL;
 }
 
+static void finish(struct sev *s, int rc)
+{
+	if (g.hook)
+		chan_post(s);
+	else
+		coffer__event_complete(&s->ev, rc);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -157,7 +233,7 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]"
-		" [-y yield_every] [-t poll_timeout_us]\n",
+		" [-y yield_every] [-t poll_timeout_us] [-h]\n",
 		argv0);
 	return 2;
 }
@@ -187,7 +263,7 @@ int main(int argc, char **argv)
 	g.batch = 16;
 	g.yield_every = 97;
 	g.timeout_us = -1;
-	while ((opt = getopt(argc, argv, "p:l:n:k:b:y:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:l:n:k:b:y:t:h")) != -1) {
 		switch (opt) {
 		case 'p':
 			g.pollers = (unsigned int)strtoul(optarg, NULL, 0);
@@ -210,6 +286,9 @@ int main(int argc, char **argv)
 		case 't':
 			g.timeout_us = strtoll(optarg, NULL, 0);
 			break;
+		case 'h':
+			g.hook = 1;
+			break;
 		default:
 			return usage(argv[0]);
 		}
@@ -224,6 +303,16 @@ int main(int argc, char **argv)
 	if (coffer_eq_create(&g.eqh) != 0) {
 		fprintf(stderr, "eq_stress: coffer_eq_create failed\n");
 		return 1;
+	}
+	if (g.hook) {
+		struct coffer__eq_progress hook = {
+		    .progress = chan_progress, .arm = chan_arm, .disarm = chan_disarm};
+
+		chan.wake_fd = coffer__eq_wake_fd(g.eqh);
+		if (chan.wake_fd < 0 || coffer__eq_set_progress(g.eqh, &hook) != 0) {
+			fprintf(stderr, "eq_stress: cannot attach the progress hook\n");
+			return 1;
+		}
 	}
 	g.seen = calloc(g.events, sizeof(*g.seen));
 	ls = calloc(g.launchers, sizeof(*ls));
@@ -264,7 +353,7 @@ int main(int argc, char **argv)
 	secs = now_s() - t0;
 	for (t = 0; t < g.pollers; t++) {
 		CHECK(coffer__event_launch(&g.terms[t].ev) == 0);
-		coffer__event_complete(&g.terms[t].ev, 0);
+		finish(&g.terms[t], 0);
 	}
 	for (t = 0; t < g.pollers; t++) {
 		pthread_join(ps[t].tid, NULL);
@@ -281,6 +370,15 @@ int main(int argc, char **argv)
 	CHECK(missing == 0);
 	CHECK(got == g.events);
 	CHECK(atomic_load(&g.polled) == g.events);
+	CHECK(atomic_load(&chan.posted) == NULL);
+	CHECK(atomic_load(&chan.armed) == 0);
+	if (g.hook) {
+		CHECK(coffer__eq_set_progress(g.eqh, NULL) == 0);
+		printf("eq_stress: hook progress_calls=%llu arms=%llu doorbells=%llu\n",
+		       (unsigned long long)atomic_load(&chan.progress_calls),
+		       (unsigned long long)atomic_load(&chan.arms),
+		       (unsigned long long)atomic_load(&chan.doorbells));
+	}
 	CHECK(coffer_eq_query(g.eqh, COFFER_EQR_RUNNING, 0, NULL) == 0);
 	CHECK(coffer_eq_query(g.eqh, COFFER_EQR_COMPLETED, 0, NULL) == 0);
 	for (t = 0; t < g.launchers; t++) {
