@@ -22,14 +22,14 @@
 #define COFFER__HTAB_MAX_LOG2  26
 
 /*
- * One lock stripe: a mutex and the stripe's insert/unlink counters on one cache line of
+ * One lock stripe: a futex lock word and the stripe's insert/unlink counters on one cache line of
  * their own. The counters are written only under the mutex (so a writer touches no line
  * that another stripe's writer touches) and read racily by coffer_htab_count().
  */
 struct coffer__htab_stripe {
-	pthread_mutex_t hs_mu;
-	uint64_t hs_ins; /* records linked into this stripe's buckets, ever; atomic-relaxed */
-	uint64_t hs_del; /* records unlinked from them, ever; atomic-relaxed */
+	uint32_t hs_lock; /* 0 free, 1 held, 2 held with waiters (htab.c) */
+	uint64_t hs_ins;  /* records linked into this stripe's buckets, ever; atomic-relaxed */
+	uint64_t hs_del;  /* records unlinked from them, ever; atomic-relaxed */
 } __attribute__((aligned(COFFER__CACHE_LINE)));
 
 struct coffer_htab {

@@ -80,6 +80,7 @@ static void node_cb(struct rcu_head *head)
 	coffer__htab_rec_free(tab, node);
 	__atomic_fetch_sub(&backlog, 1, __ATOMIC_RELAXED);
 	coffer__htab_freed(tab, 1);
+	coffer__rcu_cb_done();
 }
 
 static void batch_cb(struct rcu_head *head)
@@ -104,6 +105,7 @@ static void batch_cb(struct rcu_head *head)
 		i = j;
 	}
 	free(b);
+	coffer__rcu_cb_done();
 }
 
 static void batch_submit(struct reclaim_batch *b)

@@ -54,6 +54,7 @@
 
 #ifdef COFFER__TSAN
 char coffer__rcu_gp_sync;
+char coffer__rcu_cb_sync;
 #endif
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
@@ -112,6 +113,9 @@ int coffer__rcu_barrier(void)
 		return -EINVAL;
 	coffer__reclaim_flush_all();
 	urcu_bp_barrier();
+#ifdef COFFER__TSAN
+	__tsan_acquire(&coffer__rcu_cb_sync);
+#endif
 	return 0;
 }
 

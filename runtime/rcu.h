@@ -20,7 +20,9 @@
  * call_rcu worker. In TSan builds coffer states them explicitly: every read-side section
  * ends with a release on coffer__rcu_gp_sync, every reclamation callback starts with an
  * acquire of it (a grace period has elapsed, so every section that could see the record has
- * ended), and each call_rcu hand-off is a release/acquire on the rcu_head. This is exact for
+ * ended), each call_rcu hand-off is a release/acquire on the rcu_head, and every callback
+ * ends with a release on coffer__rcu_cb_sync that coffer__rcu_barrier() acquires after
+ * urcu_bp_barrier() (which returns only after every earlier callback ran). This is exact for
  * coffer's own sections and over-approximates (may hide, never invent) races.
  */
 #if defined(__SANITIZE_THREAD__)
@@ -35,11 +37,36 @@
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 extern char coffer__rcu_gp_sync;
+extern char coffer__rcu_cb_sync;
 #define coffer__tsan_acquire(p) __tsan_acquire((void *)(p))
 #define coffer__tsan_release(p) __tsan_release((void *)(p))
 #else
 #define coffer__tsan_acquire(p) ((void)(p))
 #define coffer__tsan_release(p) ((void)(p))
+#endif
+
+/*
+ * In sanitizer builds coffer calls liburcu's out-of-line read-side functions instead of the
+ * _LGPL_SOURCE inline ones: liburcu 0.13 declares struct urcu_bp_reader 128-byte aligned but
+ * places readers in mmap'ed arrays at 32-byte offsets, so UBSan's alignment check fires inside
+ * liburcu's own inline code (urcu/static/urcu-bp.h) on every read lock; and TSan would see the
+ * reader counter's accesses only on the reader side. Same semantics, a call more per lock.
+ */
+#if defined(COFFER__TSAN) || defined(__SANITIZE_ADDRESS__)
+#define COFFER__RCU_OUT_OF_LINE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COFFER__RCU_OUT_OF_LINE 1
+#endif
+#endif
+
+#ifdef COFFER__RCU_OUT_OF_LINE
+#undef urcu_bp_read_lock
+#undef urcu_bp_read_unlock
+#undef urcu_bp_read_ongoing
+void urcu_bp_read_lock(void);
+void urcu_bp_read_unlock(void);
+int urcu_bp_read_ongoing(void);
 #endif
 
 /* Enter a read-side section; registers the calling thread with urcu-bp on first use. */
@@ -61,6 +88,14 @@ static inline void coffer__rcu_gp_acquire(void)
 {
 #ifdef COFFER__TSAN
 	__tsan_acquire(&coffer__rcu_gp_sync);
+#endif
+}
+
+/* Called last in every coffer RCU callback: rcu_barrier() returns after it (annotated). */
+static inline void coffer__rcu_cb_done(void)
+{
+#ifdef COFFER__TSAN
+	__tsan_release(&coffer__rcu_cb_sync);
 #endif
 }
 
