@@ -328,8 +328,12 @@ static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
 	cf_io_done(cd, (struct cf_req *)op, rc);
 }
 
-/* Relaunch parked stages, oldest first is not needed: each is an independent io_u. */
-static void cf_retry_all(struct cf_data *cd)
+/*
+ * Relaunch parked stages while fewer than @max io_us completed in this getevents call: a
+ * relaunch that fails for good completes its io_u, and getevents never returns more than
+ * max. Order does not matter: each parked op is an independent io_u or release.
+ */
+static void cf_retry_all(struct cf_data *cd, unsigned int max)
 {
 	struct cf_op *list = cd->retry;
 
@@ -339,6 +343,10 @@ static void cf_retry_all(struct cf_data *cd)
 
 		list = op->next;
 		op->next = NULL;
+		if (cd->nr_events >= max) {
+			cf_retry_push(cd, op); /* next call */
+			continue;
+		}
 		cf_launch_or_park(cd, op);
 	}
 }
@@ -685,7 +693,7 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 		int n;
 
 		if (cd->retry)
-			cf_retry_all(cd);
+			cf_retry_all(cd, max);
 		if (cd->nr_events >= max)
 			break;
 		if (!cd->running && !cd->retry)

@@ -16,6 +16,9 @@
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
 #   missing       a read of a never-written block fails with ENOENT by default, returns
 #                 zeros with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#   overwrite     random writes over 16 blocks at iodepth 32 (so the same block is written
+#                 by several I/Os in flight at once: create -EEXIST, retried) finish
+#                 without errors, and every block is then readable
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
 # COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs). COFFER_FIO_TEST_SECONDS
@@ -236,8 +239,30 @@ case_missing() {
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
 }
 
+case_overwrite() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=overwrite --name=o --rw=randwrite \
+		--bs=4k --size=64k --iodepth=32 --time_based=1 --runtime="$seconds" \
+		--output-format=json --output="$work/o.json" >"$work/o.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/o.log"
+	[ "$rc" -eq 0 ] || fail "overwrite run: $(cat "$work/o.log" "$work/o.json")"
+	local ios
+	ios=$(jq '.jobs[0].write.total_ios' "$work/o.json")
+	[ "$ios" -gt 1000 ] || fail "only $ios writes in ${seconds}s"
+	# every block must be sealed and readable (missing blocks would fail with ENOENT)
+	fio_engine --coffer_socket="$sock" --coffer_namespace=overwrite --name=o --rw=read \
+		--bs=4k --size=64k --iodepth=8 >"$work/o2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/o2.log"
+	[ "$rc" -eq 0 ] || fail "read-back after overwrites: $(cat "$work/o2.log")"
+	say "$ios overwrites of 16 blocks at iodepth 32, all blocks readable afterwards"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+overwrite) case_overwrite ;;
 enghelp) case_enghelp ;;
 verify-fork) case_verify_fork ;;
 verify-thread) case_verify_thread ;;
@@ -245,7 +270,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite" >&2
 	exit 2
 	;;
 esac
