@@ -49,9 +49,10 @@
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
  *    is called only inside a read-side section; detaching (set_progress(NULL) or destroy)
- *    swaps in NULL and waits for a grace period before returning, so once either returns
- *    the hook is never called again. Hence the hook must not itself detach, destroy the EQ
- *    or wait for a grace period.
+ *    swaps in NULL (destroy: a "dead" sentinel that no later attach can replace) and waits
+ *    for a grace period before returning, so once either returns the hook is never called
+ *    again. Hence the hook must not itself detach, destroy the EQ or wait for a grace
+ *    period.
  *
  *  - Lifetime. The EQ record is freed by the handle hash's RCU callback after it was
  *    deleted and its last reference (events, sleeping pollers, destroy) was dropped.
@@ -76,6 +77,22 @@
 #include "runtime/rcu.h"
 
 #include "eventq/eq_impl.h"
+
+/*
+ * eq_hook of a destroyed EQ: a late coffer__eq_set_progress() racing with destroy fails on
+ * it (-ENOENT) instead of attaching a hook that nobody would ever detach.
+ */
+static struct coffer__eq_progress eq_hook_dead;
+#define EQ_HOOK_DEAD (&eq_hook_dead)
+
+/* Load the attached hook (NULL when none). Context: inside a read-side section. */
+static struct coffer__eq_progress *hook_deref(struct coffer_eq *eq)
+{
+	/* acquire (RCU dereference): pairs with the release CAS in coffer__eq_set_progress() */
+	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
+
+	return hook == EQ_HOOK_DEAD ? NULL : hook;
+}
 
 /* Reaped per batch when a force destroy discards completed events. */
 #define EQ_DISCARD_BATCH 64u
@@ -309,8 +326,7 @@ void coffer__eq_progress(struct coffer_eq *eq)
 	struct coffer__eq_progress *hook;
 
 	coffer__rcu_read_lock();
-	/* acquire (RCU dereference): pairs with the release CAS in coffer__eq_set_progress() */
-	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
+	hook = hook_deref(eq);
 	if (hook != NULL)
 		(void)hook->progress(hook->arg); /* < 0: events were completed with errors */
 	coffer__rcu_read_unlock();
@@ -373,8 +389,7 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 		goto out;
 
 	coffer__rcu_read_lock();
-	/* acquire (RCU dereference): pairs with coffer__eq_set_progress() */
-	hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
+	hook = hook_deref(eq);
 	if (hook != NULL && hook->arm != NULL)
 		armed = hook->arm(hook->arg);
 	coffer__rcu_read_unlock();
@@ -386,8 +401,7 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 	if (hook != NULL && hook->arm != NULL) {
 		coffer__rcu_read_lock();
 		/* disarm only the hook we armed, and only while it is still attached */
-		if (atomic_load_explicit(&eq->eq_hook, memory_order_acquire) == hook &&
-		    hook->disarm != NULL)
+		if (hook_deref(eq) == hook && hook->disarm != NULL)
 			hook->disarm(hook->arg);
 		coffer__rcu_read_unlock();
 	}
@@ -431,8 +445,11 @@ static void eq_free(struct coffer_hlink *link)
 {
 	struct coffer_eq *eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
 
+	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
+
 	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
-	free(atomic_load_explicit(&eq->eq_hook, memory_order_relaxed));
+	if (hook != EQ_HOOK_DEAD)
+		free(hook);
 	close(eq->eq_fd);
 	pthread_mutex_destroy(&eq->eq_reap_lock);
 	free(eq);
@@ -526,13 +543,18 @@ static void eq_drain_running(struct coffer_eq *eq)
 	}
 }
 
-/* Detach the hook and wait until no thread can still be inside it. */
-static void eq_detach(struct coffer_eq *eq)
+/* Detach the hook (@dead: for good) and wait until no thread can still be inside it. */
+static void eq_detach(struct coffer_eq *eq, bool dead)
 {
-	struct coffer__eq_progress *old;
+	struct coffer__eq_progress *old = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
 
-	/* acq_rel: pairs with the CAS that attached it (we free it) */
-	old = atomic_exchange_explicit(&eq->eq_hook, NULL, memory_order_acq_rel);
+	do {
+		if (old == EQ_HOOK_DEAD)
+			return; /* destroyed: detached for good already */
+		/* acq_rel: acquire pairs with the CAS that attached @old (we free it) */
+	} while (
+	    !atomic_compare_exchange_weak_explicit(&eq->eq_hook, &old, dead ? EQ_HOOK_DEAD : NULL,
+						   memory_order_acq_rel, memory_order_relaxed));
 	if (old != NULL) {
 		urcu_bp_synchronize_rcu();
 		/* tells TSan that the grace period ordered every section that used @old before
@@ -575,7 +597,7 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags)
 	}
 
 	rc = coffer_hhash_delete(eq->eq_hh, &eq->eq_link);
-	eq_detach(eq);
+	eq_detach(eq, true);
 	/* Wake pollers that sleep on it: they see CLOSING and return -ENOENT. */
 	coffer__eq_wake_sleepers(eq);
 	coffer__eq_put(eq);
@@ -713,7 +735,7 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 	if (rc != 0)
 		return rc;
 	if (p == NULL) {
-		eq_detach(eq);
+		eq_detach(eq, false);
 	} else if (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING) {
 		rc = -ENOENT;
 	} else if ((copy = malloc(sizeof(*copy))) == NULL) {
@@ -724,7 +746,7 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 		if (!atomic_compare_exchange_strong_explicit(
 			&eq->eq_hook, &expect, copy, memory_order_release, memory_order_relaxed)) {
 			free(copy);
-			rc = -EBUSY;
+			rc = expect == EQ_HOOK_DEAD ? -ENOENT : -EBUSY;
 		}
 	}
 	coffer__eq_put(eq);

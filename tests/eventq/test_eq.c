@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -802,6 +803,94 @@ static void test_progress_hook(void **state)
 	assert_int_equal(coffer_event_fini(&ev), 0);
 }
 
+/* Detaching (or destroying) waits for hook calls in flight: none starts after it returns. */
+struct detach_ctx {
+	coffer_handle_t eqh;
+	struct coffer_event ev; /* tested by one thread through its cached EQ */
+	_Atomic int detached;
+	_Atomic int stop;
+	_Atomic long calls;
+	_Atomic long late_calls;
+	_Atomic int bad_rc;
+};
+
+static int detach_progress(void *arg)
+{
+	struct detach_ctx *dc = arg;
+
+	if (atomic_load(&dc->detached))
+		atomic_fetch_add(&dc->late_calls, 1);
+	atomic_fetch_add(&dc->calls, 1);
+	sched_yield(); /* widen the window a detach must wait for */
+	if (atomic_load(&dc->detached))
+		atomic_fetch_add(&dc->late_calls, 1);
+	return 0;
+}
+
+static void *detach_poller(void *arg)
+{
+	struct detach_ctx *dc = arg;
+	struct coffer_event *evs[1];
+	int rc;
+
+	while (!atomic_load(&dc->stop)) {
+		rc = coffer_eq_poll(dc->eqh, 0, 0, 1, evs);
+		if (rc != 0 && rc != -ENOENT)
+			atomic_store(&dc->bad_rc, rc);
+	}
+	return NULL;
+}
+
+static void *detach_tester(void *arg)
+{
+	struct detach_ctx *dc = arg;
+	bool done;
+
+	while (!atomic_load(&dc->stop))
+		if (coffer_event_test(&dc->ev, 0, &done) != 0 || !done)
+			atomic_store(&dc->bad_rc, -1);
+	return NULL;
+}
+
+static void test_detach_while_polling(void **state)
+{
+	struct detach_ctx dc;
+	struct coffer__eq_progress hook = {.progress = detach_progress, .arg = &dc};
+	pthread_t t[3];
+	int round, i;
+
+	(void)state;
+	for (round = 0; round < 2; round++) { /* 0: set_progress(NULL), 1: destroy */
+		memset(&dc, 0, sizeof(dc));
+		dc.eqh = new_eq();
+		assert_int_equal(coffer_event_init(&dc.ev, dc.eqh, NULL), 0);
+		assert_int_equal(coffer__eq_set_progress(dc.eqh, &hook), 0);
+		assert_int_equal(pthread_create(&t[0], NULL, detach_poller, &dc), 0);
+		assert_int_equal(pthread_create(&t[1], NULL, detach_poller, &dc), 0);
+		assert_int_equal(pthread_create(&t[2], NULL, detach_tester, &dc), 0);
+		while (atomic_load(&dc.calls) < 200)
+			sched_yield();
+		if (round == 0)
+			assert_int_equal(coffer__eq_set_progress(dc.eqh, NULL), 0);
+		else
+			assert_int_equal(coffer_eq_destroy(dc.eqh, 0), 0);
+		atomic_store(&dc.detached, 1);
+		sleep_ms(20);
+		atomic_store(&dc.stop, 1);
+		for (i = 0; i < 3; i++)
+			pthread_join(t[i], NULL);
+		assert_int_equal(atomic_load(&dc.late_calls), 0);
+		assert_int_equal(atomic_load(&dc.bad_rc), 0);
+		/* a late attach to a destroyed EQ is refused */
+		if (round == 0) {
+			assert_int_equal(coffer__eq_set_progress(dc.eqh, NULL), 0);
+			assert_int_equal(coffer_eq_destroy(dc.eqh, 0), 0);
+		}
+		assert_int_equal(coffer__eq_set_progress(dc.eqh, &hook), -ENOENT);
+		assert_int_equal(coffer_event_fini(&dc.ev), 0);
+	}
+}
+
 /* ---- concurrent pollers: each completion returned exactly once ---------------------------- */
 
 #define MP_EVENTS     4000
@@ -902,6 +991,7 @@ int main(void)
 	    T(test_barrier),
 	    T(test_event_test),
 	    T(test_progress_hook),
+	    T(test_detach_while_polling),
 	    T(test_concurrent_pollers_exactly_once),
 #undef T
 	};
