@@ -107,6 +107,9 @@ void bh_rec_free(struct bh_ctx *ctx, struct bh_rec *rec)
 	atomic_store_explicit(&rec->state, BH_FREED, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ctx->acct[rec->slot].frees, 1, memory_order_relaxed);
 	free(rec);
+	/* The table's destroy waits for this callback (rcu_barrier, ck_epoch_barrier) inside
+	 * uninstrumented library code; let TSan see that edge (acquired after destroy). */
+	bh_tsan_release(ctx);
 }
 
 /* ---- workloads ------------------------------------------------------------------------------ */
@@ -377,6 +380,7 @@ static bool bh_one_run(const struct bh_opts *o, const struct bh_impl *impl, enum
 		bh_error(&ctx, "table not empty after every record was deleted");
 	}
 	impl->destroy(tab);
+	bh_tsan_acquire(&ctx); /* pairs with bh_rec_free's release */
 	for (i = 0; i < ctx.nslots; i++) {
 		allocs += ctx.acct[i].allocs;
 		frees += atomic_load_explicit(&ctx.acct[i].frees, memory_order_relaxed);
