@@ -40,12 +40,14 @@
  *    a completer does its eq_word RMW (seq_cst) and, after the push, reads eq_sleepers
  *    (seq_cst load). In the single total order of these seq_cst operations either the
  *    poller's read sees the completion (and does not sleep) or the completer's read sees
- *    the sleeper (and writes the eventfd). This store->load pattern (Dekker) is the one
- *    place that needs seq_cst. The eventfd is level-triggered and shared by all sleepers;
- *    eq_rung makes only the first completion after a drain pay the write(2). A poller that
- *    drained the fd and left events behind re-rings when others sleep (a drained fd could
- *    otherwise keep a second sleeper asleep next to pending events). Before sleeping, the
- *    poller calls the hook's arm(); after waking, disarm().
+ *    the sleeper (and writes the eventfd). This store->load pattern (Dekker) is the only
+ *    one that needs seq_cst; destroy's CLOSING, a failed launch's undo and the re-ring
+ *    checks below are its other writers/readers. The eventfd is level-triggered and shared
+ *    by all sleepers; eq_rung makes only the first completion after a drain pay the
+ *    write(2). A poller (or tester) that drained the fd and left events behind re-rings when
+ *    others sleep (a drained fd could otherwise keep a second sleeper asleep next to pending
+ *    events). Before sleeping, the poller calls the hook's arm(); after waking, disarm().
+ *    An empty poll reads eq_word only (COMPLETED == 0): no lock, no shared write.
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
  *    is called only inside a read-side section; detaching (set_progress(NULL) or destroy)

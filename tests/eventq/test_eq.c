@@ -792,9 +792,16 @@ static void test_progress_hook(void **state)
 	assert_int_equal(coffer_eq_poll(eqh, 0, 1000, 2, evs), 0);
 	assert_int_equal(atomic_load(&fc.progress_calls), calls);
 
-	/* destroy detaches an attached hook: events that outlive the EQ never reach it */
+	/* a forced destroy drains through the hook: the channel completes what runs */
 	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
-	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	fc.pending_rc = -ECONNRESET;
+	atomic_store(&fc.pending, &ev);
+	assert_int_equal(coffer_eq_destroy(eqh, COFFER_EQ_FORCE), 0);
+	assert_null(atomic_load(&fc.pending));
+	assert_int_equal(ev.ev_error, -ECONNRESET);
+
+	/* destroy detached the hook: events that outlive the EQ never reach it */
 	calls = atomic_load(&fc.progress_calls);
 	assert_int_equal(coffer_event_test(&ev, 1000, &done), 0);
 	assert_true(done);
