@@ -132,22 +132,22 @@ if [ -x "$stat_bin" ]; then
 fi
 echo
 echo "================ coffer quickstart summary ================"
-printf '%-36s %s\n' "machine" "$cores cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-printf '%-36s %s\n' "store arena" "$size, hugepages ${R[hugepages]}"
+printf '%-40s %s\n' "machine" "$cores cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+printf '%-40s %s\n' "store arena" "$size, hugepages ${R[hugepages]}"
 for k in $(printf '%s\n' "${!R[@]}" | grep '^obj_open/' | sort); do
 	IFS=/ read -r _ wl thr <<<"$k"
-	printf '%-36s %s\n' "obj_open $wl, $thr threads (ops/s)" "${R[$k]}"
+	printf '%-40s %s\n' "obj_open $wl, $thr threads (ops/s)" "${R[$k]}"
 done
-[ -n "${R[obj_open_error]:-}" ] && printf '%-36s %s\n' "obj_open" "FAILED (see above)"
+[ -n "${R[obj_open_error]:-}" ] && printf '%-40s %s\n' "obj_open" "FAILED (see above)"
 if [ "$fio_ok" -eq 1 ]; then
-	printf '%-36s %s\n' "fio 4k randrw read IOPS" "${R[fio_read_iops]}"
-	printf '%-36s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
-	printf '%-36s %s\n' "fio deepest IO depth reached" "${R[fio_depth]}"
+	printf '%-40s %s\n' "fio 4k randrw read IOPS" "${R[fio_read_iops]}"
+	printf '%-40s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
+	printf '%-40s %s\n' "fio deepest IO depth reached" "${R[fio_depth]}"
 fi
-[ -n "${R[fio_error]:-}" ] && printf '%-36s %s\n' "fio randrw" "FAILED (see above)"
-[ -n "${R[verify]:-}" ] && printf '%-36s %s\n' "fio verify=crc32c" "${R[verify]}"
+[ -n "${R[fio_error]:-}" ] && printf '%-40s %s\n' "fio randrw" "FAILED (see above)"
+[ -n "${R[verify]:-}" ] && printf '%-40s %s\n' "fio verify=crc32c" "${R[verify]}"
 for m in "${missing[@]}"; do
-	printf '%-36s %s\n' "NOT THERE YET" "$m"
+	printf '%-40s %s\n' "NOT THERE YET" "$m"
 done
 echo "==========================================================="
 if [ -n "${R[obj_open_error]:-}${R[fio_error]:-}" ] || [ "${R[verify]:-passed}" != passed ]; then
