@@ -77,7 +77,7 @@ nchart=$(wc -l < "$tmp/charts")
 sort "$tmp/charts" -o "$tmp/charts"
 {
 	echo "set datafile separator whitespace"
-	echo "set key top left"
+	echo "set key top left noenhanced"
 	echo "set grid"
 	echo "set xlabel 'threads'"
 	echo "set ylabel 'Mops/s'"
@@ -88,18 +88,18 @@ sort "$tmp/charts" -o "$tmp/charts"
 		wl=${chart#*@}
 		echo "set terminal pngcairo size 800,560"
 		echo "set output '$outdir/$base-$bench-$wl.png'"
-		printf 'set title "%s %s\\n{/*0.7 %s}" enhanced\n' "$bench" "$wl" "$machine"
+		printf 'set title "%s %s\\n%s" noenhanced font ",8"\n' "$bench" "$wl" "$machine"
 		echo "plot $(plot_clause "$chart")"
 	done < "$tmp/charts"
 	cols=2
 	rows=$(( (nchart + cols - 1) / cols ))
 	echo "set terminal pngcairo size $((cols * 640)),$((rows * 440))"
 	echo "set output '$outdir/$base-all.png'"
-	printf 'set multiplot layout %s,%s title "coffer-bench: Mops/s vs threads\\n{/*0.8 %s}" enhanced\n' "$rows" "$cols" "$machine"
+	printf 'set multiplot layout %s,%s title "coffer-bench: Mops/s vs threads\\n%s" noenhanced font ",10"\n' "$rows" "$cols" "$machine"
 	while read -r chart; do
 		bench=${chart%@*}
 		wl=${chart#*@}
-		echo "set title '$bench $wl'"
+		echo "set title '$bench $wl' noenhanced font ',12'"
 		echo "plot $(plot_clause "$chart")"
 	done < "$tmp/charts"
 	echo "unset multiplot"
