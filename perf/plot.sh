@@ -27,8 +27,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # Check the header, then split the rows into one data file per (bench, workload, impl):
-# "threads mops", sorted by threads. A repeated (impl, workload, threads) keeps every row
-# (the line then shows the spread).
+# "threads mops", sorted by threads. Rows repeated with --repeat are reduced to their median.
 head -n 1 "$csv" | grep -q '^bench,impl,workload,threads,seconds,ops,mops,per_thread_mops,status$' || {
 	echo "$0: $csv does not start with the coffer-bench CSV header" >&2
 	exit 2
@@ -37,12 +36,23 @@ awk -F, -v dir="$tmp" '
 NR == 1 { next }
 $9 == "FAIL" { failed++; next }
 {
-	key = $1 "|" $2 "|" $3
-	f = dir "/" $1 "@" $3 "@" $2 ".dat"
-	print $4, $7 >> f
+	k = dir "/" $1 "@" $3 "@" $2 ".dat" SUBSEP $4
+	n = ++cnt[k]
+	val[k, n] = $7 + 0
 	charts[$1 "@" $3] = 1
 }
+function median(k,    i, j, n, a, t) {
+	n = cnt[k]
+	for (i = 1; i <= n; i++) a[i] = val[k, i]
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
 END {
+	for (k in cnt) {
+		split(k, p, SUBSEP)
+		print p[2], median(k) >> p[1]
+	}
 	for (c in charts) print c > (dir "/charts")
 	if (failed) printf("plot.sh: %d FAIL row(s) left out\n", failed) > "/dev/stderr"
 }' "$csv"

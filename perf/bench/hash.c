@@ -47,6 +47,7 @@ struct bh_opts {
 	double seconds;
 	uint64_t keys;
 	uint64_t prefill;
+	uint64_t repeat;
 	unsigned int buckets_log2;
 	enum bh_inject inject;
 	const char *csv;
@@ -444,7 +445,7 @@ static void bh_usage(FILE *f)
 	    f,
 	    "usage: coffer-bench hash [--impl LIST] [--workload LIST] [--threads LIST]\n"
 	    "                         [--seconds S] [--keys N] [--prefill N] [--buckets-log2 B]\n"
-	    "                         [--csv FILE] [--inject leak|refcount]\n"
+	    "                         [--repeat N] [--csv FILE] [--inject leak|refcount]\n"
 	    "\n"
 	    "Handle-hash scaling: each (impl, workload, threads) runs on a fresh table for S\n"
 	    "seconds, threads pinned one per core (hwloc), then is verified; one line per result.\n"
@@ -466,6 +467,8 @@ static void bh_usage(FILE *f)
 		"  --prefill N       records linked before every run, default 100000\n"
 		"  --buckets-log2 B  buckets of the chained tables (initial size of urcu-lfht and\n"
 		"                    ck-hs), default 16 (DAOS's handle hash: 2^16 buckets)\n"
+		"  --repeat N        run every point N times (one row each), impls interleaved\n"
+		"                    at each (workload, threads) point; default 1\n"
 		"  --csv FILE        append rows bench,impl,workload,threads,seconds,ops,mops,\n"
 		"                    per_thread_mops,status (header written to an empty file)\n"
 		"  --inject KIND     self-test of the verification: thread 0's first open-close\n"
@@ -509,6 +512,7 @@ int coffer__bench_hash_main(int argc, char **argv)
 	    {"buckets-log2", required_argument, NULL, 'b'},
 	    {"csv", required_argument, NULL, 'c'},
 	    {"inject", required_argument, NULL, 'j'},
+	    {"repeat", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -524,6 +528,7 @@ int coffer__bench_hash_main(int argc, char **argv)
 	uint64_t v;
 	size_t i, w;
 	int c, n, failed = 0;
+	uint64_t r;
 
 	for (i = 0; i < BH_NIMPLS; i++) {
 		impl_names[i] = bh_impls[i]->name;
@@ -569,6 +574,10 @@ int coffer__bench_hash_main(int argc, char **argv)
 		case 'c':
 			o.csv = optarg;
 			break;
+		case 'r':
+			if (bench_parse_u64(optarg, 1, 100, &o.repeat))
+				goto bad;
+			break;
 		case 'j':
 			if (strcmp(optarg, "leak") == 0)
 				o.inject = BH_INJECT_LEAK;
@@ -592,22 +601,25 @@ int coffer__bench_hash_main(int argc, char **argv)
 		return BENCH_EXIT_USAGE;
 	}
 	bench_print_machine(stdout);
-	printf("# hash: seconds=%g keys=%llu prefill=%llu buckets_log2=%u%s%s\n", o.seconds,
-	       (unsigned long long)o.keys, (unsigned long long)o.prefill, o.buckets_log2,
-	       o.inject ? " inject=" : "",
+	printf("# hash: seconds=%g keys=%llu prefill=%llu buckets_log2=%u repeat=%llu%s%s\n",
+	       o.seconds, (unsigned long long)o.keys, (unsigned long long)o.prefill, o.buckets_log2,
+	       (unsigned long long)o.repeat, o.inject ? " inject=" : "",
 	       o.inject == BH_INJECT_LEAK	? "leak"
 	       : o.inject == BH_INJECT_REFCOUNT ? "refcount"
 						: "");
+	/* Every impl runs back to back at one (workload, threads) point, repeats interleaved:
+	 * the ratios between impls are then measured under the same machine conditions even
+	 * when the machine's load drifts during the run. */
 	for (w = 0; w < BH_NWORKLOADS; w++) {
 		if (!o.workload_on[w])
 			continue;
-		for (i = 0; i < BH_NIMPLS; i++) {
-			if (!o.impl_on[i])
-				continue;
-			for (n = 0; n < o.nthreads; n++)
-				if (!bh_one_run(&o, bh_impls[i], (enum bh_workload)w, o.threads[n]))
-					failed++;
-		}
+		for (n = 0; n < o.nthreads; n++)
+			for (r = 0; r < o.repeat; r++)
+				for (i = 0; i < BH_NIMPLS; i++)
+					if (o.impl_on[i] &&
+					    !bh_one_run(&o, bh_impls[i], (enum bh_workload)w,
+							o.threads[n]))
+						failed++;
 	}
 	bench_csv_close();
 	if (failed) {

@@ -6,18 +6,20 @@
 # one CSV, the machine's description and the exact commands into a .txt beside it, and the
 # charts drawn by perf/plot.sh.
 #
-# usage: perf/bench/sweep.sh BUILDDIR OUTDIR NAME THREADS SECONDS [OBJECTS]
-#   e.g. perf/bench/sweep.sh build perf/results 2core 1,2,4 1
-#        perf/bench/sweep.sh build perf/results 16core 1,2,4,8,16 2
+# usage: perf/bench/sweep.sh BUILDDIR OUTDIR NAME THREADS SECONDS [REPEAT [OBJECTS]]
+#   e.g. perf/bench/sweep.sh build perf/results 2core 1,2,4 1 3
+#        perf/bench/sweep.sh build perf/results 16core 1,2,4,8,16 2 3
+# REPEAT (default 3): hash points are run that many times, impls interleaved; plot.sh and
+# summary.sh use the median. OBJECTS (default 100000): objects per thread in obj_open.
 # Writes OUTDIR/NAME.csv, OUTDIR/NAME.txt, OUTDIR/NAME-*.png. Exit status non-zero when any
 # result failed its verification (the CSV then says FAIL on that row).
 set -u
 
-if [ $# -lt 5 ] || [ $# -gt 6 ]; then
-	echo "usage: $0 BUILDDIR OUTDIR NAME THREADS SECONDS [OBJECTS]" >&2
+if [ $# -lt 5 ] || [ $# -gt 7 ]; then
+	echo "usage: $0 BUILDDIR OUTDIR NAME THREADS SECONDS [REPEAT [OBJECTS]]" >&2
 	exit 2
 fi
-build=$1 out=$2 name=$3 threads=$4 seconds=$5 objects=${6:-100000}
+build=$1 out=$2 name=$3 threads=$4 seconds=$5 repeat=${6:-3} objects=${7:-100000}
 bench=$build/perf/bench/coffer-bench
 store=$build/tools/coffer-store
 here=$(dirname "$0")
@@ -41,7 +43,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-hash_cmd="$bench hash --threads $threads --seconds $seconds --csv $csv"
+hash_cmd="$bench hash --threads $threads --seconds $seconds --repeat $repeat --csv $csv"
 oo_cmd="$bench obj_open --socket \$SOCK --threads $threads --objects $objects --seconds $seconds --csv $csv"
 store_cmd="$store -m 256M -s \$SOCK"
 
@@ -61,6 +63,7 @@ status=0
 	echo "  $store_cmd &"
 	echo "  $oo_cmd"
 	echo "  perf/plot.sh $csv"
+	echo "  perf/bench/summary.sh $csv"
 	echo
 	echo "Output:"
 } > "$txt"
@@ -88,5 +91,8 @@ fi
 echo "  load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$txt"
 
 "$here/../plot.sh" "$csv" "$out" > /dev/null || status=1
+echo >> "$txt"
+echo "Summary (medians; ratios are coffer / baseline at the same point):" >> "$txt"
+"$here/summary.sh" "$csv" >> "$txt" || status=1
 cat "$txt"
 exit $status
