@@ -187,6 +187,12 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 /* Marks @conn dead with @err and completes everything pending on it (idempotent). */
 void coffer__conn_fail(struct coffer__conn *conn, int err);
 
+/*
+ * Destroys the calling thread's hidden EQ of blocking calls now rather than at thread exit
+ * (tests that count handles; a thread about to call coffer_fini()).
+ */
+void coffer__obj_thread_release(void);
+
 /* In a fork child: forget the hidden per-thread EQ inherited from the parent (obj.c). */
 void coffer__obj_atfork_child(void);
 

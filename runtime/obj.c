@@ -136,6 +136,7 @@ struct obj_ctx {
 	coffer_handle_t eqh;
 	struct coffer_event ev;
 	bool stale; /* inherited across fork(): replace before use */
+	bool gone;  /* its EQ no longer exists (coffer_fini() ran): drop without touching it */
 };
 
 static __thread struct obj_ctx *t_ctx;
@@ -162,10 +163,13 @@ static int ctx_get(struct obj_ctx **cp)
 	struct obj_ctx *c = t_ctx;
 	int rc;
 
-	if (c && c->stale) {
+	if (c && (c->stale || c->gone)) {
 		t_ctx = NULL;
 		pthread_setspecific(g_ctx_key, NULL);
-		ctx_destroy(c);
+		if (c->gone)
+			free(c); /* its EQ (and the event's view of it) died with the runtime */
+		else
+			ctx_destroy(c);
 		c = NULL;
 	}
 	if (c) {
@@ -191,6 +195,17 @@ static int ctx_get(struct obj_ctx **cp)
 	pthread_setspecific(g_ctx_key, c);
 	*cp = c;
 	return 0;
+}
+
+void coffer__obj_thread_release(void)
+{
+	struct obj_ctx *c = t_ctx;
+
+	if (!c)
+		return;
+	t_ctx = NULL;
+	pthread_setspecific(g_ctx_key, NULL);
+	ctx_destroy(c);
 }
 
 void coffer__obj_atfork_child(void)
@@ -230,8 +245,9 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 		rc = coffer__chan_submit(connh, &c->ev, reqs, n, bulk);
 		/* The hidden EQ vanished under us (coffer_fini() + coffer_init()): renew it once.
 		 */
-		if ((rc == -ENOENT || rc == -EINVAL) && attempt == 0) {
-			c->stale = true;
+		if ((rc == -ENOENT || rc == -EINVAL) && attempt == 0 &&
+		    coffer__eq_wake_fd(c->eqh) < 0) {
+			c->gone = true;
 			continue;
 		}
 		if (rc < 0)

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* tests/client/store_fixture.c - see store_fixture.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_fixture.h"
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static int try_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return rc == 0 ? 0 : -1;
+}
+
+int store_start(struct store_fixture *f, const char *mem)
+{
+	const char *bin = getenv("COFFER_STORE_BIN");
+	int status;
+
+	memset(f, 0, sizeof(*f));
+	f->pid = -1;
+	if (!bin || !*bin)
+		return -ENOENT;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/coffer-client-test.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -errno;
+	snprintf(f->sock, sizeof(f->sock), "%s/store.sock", f->dir);
+	f->pid = fork();
+	if (f->pid < 0)
+		return -errno;
+	if (f->pid == 0) {
+		execl(bin, bin, "-m", mem, "-s", f->sock, "-q", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000; i++) { /* up to 10 s on a loaded machine */
+		if (try_connect(f->sock) == 0)
+			return 0;
+		if (waitpid(f->pid, &status, WNOHANG) == f->pid) {
+			f->pid = -1;
+			return -ECHILD;
+		}
+		sleep_ms(10);
+	}
+	store_stop(f);
+	return -ETIMEDOUT;
+}
+
+int store_stop(struct store_fixture *f)
+{
+	int status = 0, rc = -1;
+
+	if (f->pid > 0) {
+		kill(f->pid, SIGTERM);
+		for (int i = 0; i < 500; i++) {
+			if (waitpid(f->pid, &status, WNOHANG) == f->pid) {
+				rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+				f->pid = -1;
+				break;
+			}
+			sleep_ms(10);
+		}
+		if (f->pid > 0) {
+			kill(f->pid, SIGKILL);
+			waitpid(f->pid, &status, 0);
+			f->pid = -1;
+		}
+	}
+	if (f->sock[0])
+		unlink(f->sock);
+	if (f->dir[0])
+		rmdir(f->dir);
+	return rc;
+}
+
+void store_kill(struct store_fixture *f)
+{
+	int status;
+
+	if (f->pid > 0) {
+		kill(f->pid, SIGKILL);
+		waitpid(f->pid, &status, 0);
+		f->pid = -1;
+	}
+}

@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/client/test_client.c - integration tests of the client API against a real
+ * coffer-store (one store per test, on a temporary socket, stopped at the end).
+ *
+ * Covers: blocking and asynchronous create/seal/get/release, argument validation,
+ * multi-threaded clients (own EQs and a shared EQ), replace, get with a timeout waiting for
+ * a seal from another process, many objects and bulk gets, -EAGAIN on a full channel, store
+ * killed -> pending events complete with -ENOTCONN, a fork child using coffer, disconnect
+ * releasing everything. Each test ends by checking that the store's used bytes are back to
+ * the baseline and that every handle was closed.
+ *
+ * Worker threads never call cmocka's assertions (only the main thread may): they count
+ * failures, which the main thread asserts on after joining.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <coffer/coffer.h>
+
+#include "runtime/client.h"
+#include "store_fixture.h"
+
+#define coffer_conn_stray(c) coffer__conn_stray_replies(c)
+
+struct tctx {
+	struct store_fixture store;
+	uint64_t handles0; /* handle-hash population before the test */
+};
+
+static void make_oid(struct coffer_oid *oid, uint32_t space, uint64_t n)
+{
+	memset(oid, 0, sizeof(*oid));
+	memcpy(oid->id, &space, sizeof(space));
+	memcpy(oid->id + 4, &n, sizeof(n));
+	oid->id[19] = 0xc0;
+}
+
+static void fill(void *p, uint64_t size, uint64_t seed)
+{
+	uint8_t *b = p;
+
+	for (uint64_t i = 0; i < size; i++)
+		b[i] = (uint8_t)(seed * 131 + i * 7);
+}
+
+static bool check(const void *p, uint64_t size, uint64_t seed)
+{
+	const uint8_t *b = p;
+
+	for (uint64_t i = 0; i < size; i++)
+		if (b[i] != (uint8_t)(seed * 131 + i * 7))
+			return false;
+	return true;
+}
+
+static int setup(void **state)
+{
+	struct tctx *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -1;
+	rc = store_start(&t->store, "64M");
+	if (rc < 0) {
+		fprintf(stderr, "cannot start coffer-store: %s\n", strerror(-rc));
+		free(t);
+		return -1;
+	}
+	if (coffer_init() < 0) {
+		store_stop(&t->store);
+		free(t);
+		return -1;
+	}
+	t->handles0 = coffer_hhash_count(coffer_hhash_global());
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tctx *t = *state;
+	int rc;
+
+	rc = store_stop(&t->store);
+	coffer_fini();
+	free(t);
+	return rc == 0 || rc == -1 ? 0 : -1;
+}
+
+/* The store's used bytes and unsealed objects, through a fresh connection. */
+static void query(struct tctx *t, struct coffer_store_info *info)
+{
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_store_query(c, info), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+}
+
+/* Waits (bounded) until the store shows @used bytes and no unsealed object. */
+static void expect_used(struct tctx *t, uint64_t used)
+{
+	struct coffer_store_info info = {0};
+
+	for (int i = 0; i < 200; i++) {
+		query(t, &info);
+		if (info.used_bytes == used && info.objects_created == 0)
+			return;
+		usleep(10000);
+	}
+	if (info.used_bytes != used || info.objects_created != 0)
+		fprintf(stderr, "store: used %llu created %llu sealed %llu\n",
+			(unsigned long long)info.used_bytes,
+			(unsigned long long)info.objects_created,
+			(unsigned long long)info.objects_sealed);
+	assert_int_equal(info.used_bytes, used);
+	assert_int_equal(info.objects_created, 0);
+}
+
+static void expect_handles_closed(struct tctx *t)
+{
+	coffer__obj_thread_release(); /* the hidden EQ of this thread's blocking calls */
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), t->handles0);
+}
+
+/* ---- blocking ------------------------------------------------------------------------- */
+
+static void test_blocking_basic(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c1, c2, oh1, oh2;
+	struct coffer_oid oid;
+	const void *rd;
+	uint64_t size = 0;
+	void *wr = NULL;
+	bool present = true;
+
+	query(t, &info);
+	assert_int_equal(info.version, 1);
+	assert_true(info.capacity_bytes >= (64u << 20));
+	assert_int_equal(coffer_connect(t->store.sock, &c1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	make_oid(&oid, 1, 1);
+	assert_int_equal(coffer_obj_open(c1, &oid, 0, &oh1), 0);
+	assert_int_equal(coffer_obj_open(c2, &oid, 0, &oh2), 0);
+
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_obj_get(oh2, 0, &rd, &size, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_create(oh1, 10000, 0, &wr, NULL), 0);
+	assert_non_null(wr);
+	fill(wr, 10000, 5);
+	/* unsealed: invisible to others, sealing belongs to the creator */
+	assert_int_equal(coffer_obj_get(oh2, 0, &rd, &size, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_seal(oh2, 0, NULL), -EPERM);
+	assert_int_equal(coffer_obj_create(oh2, 10, 0, &wr, NULL), -EEXIST);
+	assert_int_equal(coffer_obj_seal(oh1, 0, NULL), 0);
+	assert_int_equal(coffer_obj_seal(oh1, 0, NULL), -EALREADY);
+	assert_int_equal(coffer_obj_release(oh1, NULL), 0);
+	assert_int_equal(coffer_obj_release(oh1, NULL), -ENOENT);
+
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0);
+	assert_true(present);
+	assert_int_equal(coffer_obj_get(oh2, 0, &rd, &size, NULL), 0);
+	assert_int_equal(size, 10000);
+	assert_true(check(rd, size, 5));
+	assert_int_equal(coffer_obj_release(oh2, NULL), 0);
+
+	/* 0-byte object and the all-zero ObjectID */
+	{
+		struct coffer_oid zero = {0};
+		coffer_handle_t oz;
+
+		assert_int_equal(coffer_obj_open(c1, &zero, 0, &oz), 0);
+		assert_int_equal(coffer_obj_create(oz, 0, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_obj_seal(oz, COFFER_SEAL_RELEASE, NULL), 0);
+		assert_int_equal(coffer_obj_get(oz, 0, &rd, &size, NULL), 0);
+		assert_int_equal(size, 0);
+		assert_int_equal(coffer_obj_release(oz, NULL), 0);
+		assert_int_equal(coffer_obj_delete(c1, &zero, NULL), 0);
+		assert_int_equal(coffer_obj_close(oz), 0);
+	}
+
+	/* abort: a failed create leaves no trace */
+	{
+		struct coffer_oid o2;
+		coffer_handle_t oa;
+
+		make_oid(&o2, 1, 2);
+		assert_int_equal(coffer_obj_open(c1, &o2, 0, &oa), 0);
+		assert_int_equal(coffer_obj_create(oa, 1 << 20, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_obj_abort(oa, NULL), 0);
+		assert_int_equal(coffer_obj_create(oa, 1ull << 40, 0, &wr, NULL), -E2BIG);
+		assert_int_equal(coffer_obj_create(oa, 100, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_obj_abort(oa, NULL), 0);
+		assert_int_equal(coffer_obj_close(oa), 0);
+	}
+
+	assert_int_equal(coffer_obj_delete(c2, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_contains(c1, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_obj_close(oh1), 0);
+	assert_int_equal(coffer_obj_close(oh1), -ENOENT);
+	assert_int_equal(coffer_obj_close(oh2), 0);
+	assert_int_equal(coffer_conn_stray(c1), 0);
+	assert_int_equal(coffer_disconnect(c1), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c2), -ENOENT);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+static void test_invalid_args(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, oh, eq;
+	struct coffer_oid oid;
+	struct coffer_event ev;
+	struct coffer_obj_buf buf;
+	const void *rd;
+	void *wr;
+	bool present;
+
+	make_oid(&oid, 2, 1);
+	assert_int_equal(coffer_connect(t->store.sock, NULL), -EINVAL);
+	assert_int_equal(coffer_connect("/nonexistent/coffer.sock", &c), -ECONNREFUSED);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, NULL, 0, &oh), -EINVAL);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_open(c, &oid, 0x80, &oh), -EINVAL);
+	assert_int_equal(coffer_obj_open(COFFER_HANDLE_NULL, &oid, 0, &oh), -ENOENT);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	/* an object handle is not a connection, and vice versa */
+	assert_true(coffer_obj_open(oh, &oid, 0, &eq) < 0);
+	assert_true(coffer_obj_seal(c, 0, NULL) < 0);
+	assert_int_equal(coffer_obj_create(oh, 1, 0x8, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create(oh, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_seal(oh, 0x10, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get(oh, 0, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_contains(c, &oid, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_contains(c, NULL, &present, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_delete(c, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 0, 0, &buf, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, COFFER_GET_BULK_MAX + 1, 0, &buf, NULL),
+			 -EINVAL);
+	assert_int_equal(coffer_store_query(c, NULL), -EINVAL);
+	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -ENOENT);
+	/* an uninitialised event is refused before anything is sent */
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, &ev), -EINVAL);
+	/* a running event cannot be launched twice */
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get(oh, -1, &rd, NULL, &ev), 0);
+	assert_int_equal(coffer_obj_get(oh, -1, &rd, NULL, &ev), -EBUSY);
+	/* disconnect completes the waiting get with -ENOTCONN */
+	assert_int_equal(coffer_disconnect(c), 0);
+	{
+		struct coffer_event *done;
+
+		assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+		assert_ptr_equal(done, &ev);
+		assert_int_equal(ev.ev_error, -ENOTCONN);
+	}
+	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- asynchronous ----------------------------------------------------------------------- */
+
+/* Polls @eq until @ev completed; returns its ev_error (or a poll error). */
+static int wait_ev(coffer_handle_t eq, struct coffer_event *ev)
+{
+	struct coffer_event *done[8];
+
+	for (int i = 0; i < 1000; i++) {
+		int n = coffer_eq_poll(eq, 1, 100000, 8, done);
+
+		if (n < 0)
+			return n;
+		for (int k = 0; k < n; k++)
+			if (done[k] == ev)
+				return ev->ev_error;
+	}
+	return -ETIMEDOUT;
+}
+
+static void test_async_basic(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 64 };
+	coffer_handle_t c, eq, oh[N];
+	struct coffer_event ev[N], *done[N];
+	void *wr[N];
+	const void *rd[N];
+	uint64_t sz[N];
+	int got;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < N; i++) {
+		struct coffer_oid oid;
+
+		make_oid(&oid, 3, (uint64_t)i);
+		assert_int_equal(coffer_obj_open(c, &oid, 0, &oh[i]), 0);
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+	}
+	/* create N as one batch: nothing may complete before a poll or flush publishes it */
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_create(oh[i], 4096 + (uint64_t)i, 0, &wr[i], &ev[i]),
+				 0);
+	assert_int_equal(coffer_flush(c), 0);
+	got = 0;
+	while (got < N) {
+		int n = coffer_eq_poll(eq, 1, 5000000, N, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, 0);
+		got += n;
+	}
+	for (int i = 0; i < N; i++) {
+		fill(wr[i], 4096 + (uint64_t)i, (uint64_t)i);
+		assert_int_equal(coffer_obj_seal(oh[i], COFFER_SEAL_RELEASE, &ev[i]), 0);
+	}
+	for (got = 0; got < N;) {
+		int n = coffer_eq_poll(eq, 1, 5000000, N, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, 0);
+		got += n;
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_get(oh[i], 0, &rd[i], &sz[i], &ev[i]), 0);
+	for (got = 0; got < N;) {
+		int n = coffer_eq_poll(eq, 1, 5000000, N, done);
+
+		assert_true(n > 0);
+		got += n;
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ev[i].ev_error, 0);
+		assert_int_equal(sz[i], 4096 + (uint64_t)i);
+		assert_true(check(rd[i], sz[i], (uint64_t)i));
+		assert_int_equal(coffer_obj_release(oh[i], &ev[i]), 0);
+		assert_int_equal(wait_ev(eq, &ev[i]), 0);
+		assert_int_equal(coffer_obj_delete(c, &(struct coffer_oid){{0}}, &ev[i]), 0);
+		assert_int_equal(wait_ev(eq, &ev[i]), -ENOENT);
+	}
+	/* bulk get: all found, plus one missing ID, one duplicate */
+	{
+		struct coffer_oid oids[N + 2];
+		struct coffer_obj_buf bufs[N + 2];
+
+		for (int i = 0; i < N; i++)
+			make_oid(&oids[i], 3, (uint64_t)i);
+		make_oid(&oids[N], 3, 99999);
+		oids[N + 1] = oids[0];
+		assert_int_equal(coffer_obj_get_bulk(c, oids, N + 2, 0, bufs, &ev[0]), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), 0);
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(bufs[i].status, 0);
+			assert_int_equal(bufs[i].size, 4096 + (uint64_t)i);
+			assert_true(check(bufs[i].data, bufs[i].size, (uint64_t)i));
+		}
+		assert_int_equal(bufs[N].status, -ENOENT);
+		assert_null(bufs[N].data);
+		assert_int_equal(bufs[N + 1].status, 0);
+		for (int i = 0; i < N + 2; i++) {
+			if (bufs[i].status == 0)
+				assert_int_equal(coffer_obj_release_oid(c, &oids[i], NULL), 0);
+		}
+		/* blocking bulk */
+		assert_int_equal(coffer_obj_get_bulk(c, oids, 4, 0, bufs, NULL), 0);
+		for (int i = 0; i < 4; i++) {
+			assert_int_equal(bufs[i].status, 0);
+			assert_int_equal(coffer_obj_release_oid(c, &oids[i], NULL), 0);
+			assert_int_equal(coffer_obj_delete(c, &oids[i], NULL), 0);
+		}
+		for (int i = 4; i < N; i++)
+			assert_int_equal(coffer_obj_delete(c, &oids[i], NULL), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_conn_stray(c), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- threads ------------------------------------------------------------------------- */
+
+struct worker {
+	pthread_t tid;
+	unsigned int id;
+	coffer_handle_t conn;
+	coffer_handle_t eq; /* shared EQ, or NULL handle: own EQ */
+	pthread_mutex_t *shared_lock;
+	unsigned int objects;
+	unsigned int failures;
+	int first_err;
+};
+
+static void worker_fail(struct worker *w, int err)
+{
+	if (!w->failures++)
+		w->first_err = err;
+}
+
+/* Polls until @ev is done; other completed events of a shared EQ are ours too (each worker
+ * only waits for its own: a completion handed to another poller is seen through ev_state). */
+static int worker_wait(coffer_handle_t eq, struct coffer_event *ev)
+{
+	bool done = false;
+
+	for (int i = 0; i < 100000 && !done; i++) {
+		int rc = coffer_event_test(ev, 100000, &done);
+
+		if (rc < 0)
+			return rc;
+	}
+	(void)eq;
+	return done ? ev->ev_error : -ETIMEDOUT;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	coffer_handle_t eq = w->eq;
+	bool own_eq = eq.cookie == 0;
+	struct coffer_event ev;
+
+	if (own_eq && coffer_eq_create(&eq) < 0) {
+		worker_fail(w, -1);
+		return NULL;
+	}
+	if (coffer_event_init(&ev, eq, NULL) < 0) {
+		worker_fail(w, -2);
+		goto out_eq;
+	}
+	for (unsigned int i = 0; i < w->objects; i++) {
+		struct coffer_oid oid;
+		coffer_handle_t oh;
+		uint64_t size = 64 + (i % 7) * 100, got = 0;
+		const void *rd = NULL;
+		void *wr = NULL;
+		int rc;
+
+		make_oid(&oid, 100 + w->id, i);
+		if ((rc = coffer_obj_open(w->conn, &oid, 0, &oh)) < 0) {
+			worker_fail(w, rc);
+			continue;
+		}
+		/* alternate blocking and async calls */
+		if (i & 1)
+			rc = coffer_obj_create(oh, size, 0, &wr, NULL);
+		else if ((rc = coffer_obj_create(oh, size, 0, &wr, &ev)) == 0)
+			rc = worker_wait(eq, &ev);
+		if (rc == 0) {
+			fill(wr, size, i + w->id);
+			rc = coffer_obj_seal(oh, COFFER_SEAL_RELEASE, &ev);
+			if (rc == 0)
+				rc = worker_wait(eq, &ev);
+		}
+		if (rc == 0 && (rc = coffer_obj_get(oh, 0, &rd, &got, &ev)) == 0)
+			rc = worker_wait(eq, &ev);
+		if (rc == 0 && (got != size || !check(rd, size, i + w->id)))
+			rc = -EIO;
+		if (rc == 0)
+			rc = coffer_obj_release(oh, NULL);
+		if (rc == 0)
+			rc = coffer_obj_delete(w->conn, &oid, NULL);
+		if (rc < 0)
+			worker_fail(w, rc);
+		coffer_obj_close(oh);
+	}
+	coffer_event_fini(&ev);
+out_eq:
+	if (own_eq)
+		coffer_eq_destroy(eq, 0);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct tctx *t = *state;
+	enum { NT = 6 };
+	struct worker w[NT];
+	coffer_handle_t c, shared;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&shared), 0);
+	for (unsigned int i = 0; i < NT; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].id = i;
+		w[i].conn = c;
+		w[i].objects = 300;
+		/* threads 0..2 own their EQ, 3..5 share one (and its channel) */
+		w[i].eq = i < 3 ? COFFER_HANDLE_NULL : shared;
+		assert_int_equal(pthread_create(&w[i].tid, NULL, worker_main, &w[i]), 0);
+	}
+	for (unsigned int i = 0; i < NT; i++) {
+		pthread_join(w[i].tid, NULL);
+		if (w[i].failures)
+			fprintf(stderr, "worker %u: %u failures, first %s\n", i, w[i].failures,
+				coffer_strerror(w[i].first_err));
+		assert_int_equal(w[i].failures, 0);
+	}
+	assert_int_equal(coffer_eq_destroy(shared, 0), 0);
+	assert_int_equal(coffer_conn_stray(c), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- replace --------------------------------------------------------------------------- */
+
+static void test_replace(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t cw, cr, ow, orr;
+	struct coffer_oid oid;
+	const void *old = NULL, *new = NULL;
+	uint64_t sz;
+	void *wr;
+
+	make_oid(&oid, 4, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_obj_open(cw, &oid, 0, &ow), 0);
+	assert_int_equal(coffer_obj_open(cr, &oid, 0, &orr), 0);
+	assert_int_equal(coffer_obj_create(ow, 8192, 0, &wr, NULL), 0);
+	fill(wr, 8192, 1);
+	assert_int_equal(coffer_obj_seal(ow, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get(orr, 0, &old, &sz, NULL), 0);
+	/* the replacement is invisible until sealed */
+	assert_int_equal(coffer_obj_create(ow, 4096, COFFER_CREATE_REPLACE, &wr, NULL), 0);
+	fill(wr, 4096, 2);
+	assert_int_equal(coffer_obj_get(orr, 0, &new, &sz, NULL), 0);
+	assert_int_equal(sz, 8192);
+	assert_int_equal(coffer_obj_release(orr, NULL), 0);
+	assert_int_equal(coffer_obj_seal(ow, COFFER_SEAL_RELEASE, NULL), 0);
+	/* the reader still holds the old object, intact; new gets see the new one */
+	assert_true(check(old, 8192, 1));
+	assert_int_equal(coffer_obj_get(orr, 0, &new, &sz, NULL), 0);
+	assert_int_equal(sz, 4096);
+	assert_true(check(new, 4096, 2));
+	assert_ptr_not_equal(old, new);
+	assert_int_equal(coffer_obj_release(orr, NULL), 0); /* current */
+	assert_int_equal(coffer_obj_release(orr, NULL), 0); /* the replaced one */
+	assert_int_equal(coffer_obj_release(orr, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_close(ow), 0);
+	assert_int_equal(coffer_obj_close(orr), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- other processes ------------------------------------------------------------------ */
+
+/* Child: the inherited connection is dead; a new one works. Exit status 0 on success. */
+static int child_body(const char *sock, coffer_handle_t inherited, const struct coffer_oid *oid,
+		      unsigned int delay_ms)
+{
+	coffer_handle_t c, oh, ohi;
+	void *wr;
+	int rc;
+
+	if (coffer_obj_open(inherited, oid, 0, &ohi) != -ENOTCONN)
+		return 10;
+	usleep(delay_ms * 1000);
+	if (coffer_connect(sock, &c) < 0)
+		return 11;
+	if (coffer_obj_open(c, oid, 0, &oh) < 0)
+		return 12;
+	if ((rc = coffer_obj_create(oh, 3000, 0, &wr, NULL)) < 0)
+		return 13;
+	fill(wr, 3000, 77);
+	if (coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL) < 0)
+		return 14;
+	coffer_obj_close(oh);
+	if (coffer_disconnect(c) < 0)
+		return 15;
+	if (coffer_disconnect(inherited) < 0)
+		return 16;
+	return 0;
+}
+
+static void test_get_timeout_other_process(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, oh;
+	struct coffer_oid oid, missing;
+	const void *rd;
+	uint64_t sz;
+	int status;
+	pid_t pid;
+	struct timespec a, b;
+
+	make_oid(&oid, 5, 1);
+	make_oid(&missing, 5, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &missing, 0, &oh), 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(coffer_obj_get(oh, 50000, &rd, &sz, NULL), -ENOENT);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) >= 40000000L);
+	assert_int_equal(coffer_obj_close(oh), 0);
+
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_body(t->store.sock, c, &oid, 200));
+	/* waits in the store (not here) until the child seals */
+	assert_int_equal(coffer_obj_get(oh, 10000000, &rd, &sz, NULL), 0);
+	assert_int_equal(sz, 3000);
+	assert_true(check(rd, sz, 77));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(coffer_obj_release(oh, NULL), 0);
+	assert_int_equal(coffer_obj_delete(c, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- many objects ------------------------------------------------------------------------ */
+
+static void test_many_objects(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 4096, B = 64 }; /* N a multiple of B and of 128 */
+	coffer_handle_t c, eq;
+	struct coffer_event ev[B], *done[B];
+	coffer_handle_t oh[B];
+	void *wr[B];
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < B; i++)
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+	for (int base = 0; base < N; base += B) {
+		for (int i = 0; i < B; i++) {
+			struct coffer_oid oid;
+
+			make_oid(&oid, 6, (uint64_t)(base + i));
+			assert_int_equal(coffer_obj_open(c, &oid, 0, &oh[i]), 0);
+			assert_int_equal(coffer_obj_create(oh[i], 1024, 0, &wr[i], &ev[i]), 0);
+		}
+		for (int got = 0; got < B;) {
+			int n = coffer_eq_poll(eq, 1, 5000000, B, done);
+
+			assert_true(n > 0);
+			for (int k = 0; k < n; k++)
+				assert_int_equal(done[k]->ev_error, 0);
+			got += n;
+		}
+		for (int i = 0; i < B; i++) {
+			fill(wr[i], 1024, (uint64_t)(base + i));
+			assert_int_equal(coffer_obj_seal(oh[i], COFFER_SEAL_RELEASE, &ev[i]), 0);
+		}
+		for (int got = 0; got < B;) {
+			int n = coffer_eq_poll(eq, 1, 5000000, B, done);
+
+			assert_true(n > 0);
+			for (int k = 0; k < n; k++)
+				assert_int_equal(done[k]->ev_error, 0);
+			got += n;
+		}
+		for (int i = 0; i < B; i++)
+			assert_int_equal(coffer_obj_close(oh[i]), 0);
+	}
+	/* read them all back in bulk gets of 128 */
+	for (int base = 0; base < N; base += 128) {
+		struct coffer_oid oids[128];
+		struct coffer_obj_buf bufs[128];
+		unsigned int n = N - base < 128 ? (unsigned int)(N - base) : 128;
+
+		for (unsigned int i = 0; i < n; i++)
+			make_oid(&oids[i], 6, (uint64_t)base + i);
+		assert_int_equal(coffer_obj_get_bulk(c, oids, n, 0, bufs, NULL), 0);
+		for (unsigned int i = 0; i < n; i++) {
+			assert_int_equal(bufs[i].status, 0);
+			assert_true(check(bufs[i].data, 1024, (uint64_t)base + i));
+			assert_int_equal(coffer_obj_release_oid(c, &oids[i], &ev[0]), 0);
+			assert_int_equal(wait_ev(eq, &ev[0]), 0);
+			assert_int_equal(coffer_obj_delete(c, &oids[i], &ev[0]), 0);
+			assert_int_equal(wait_ev(eq, &ev[0]), 0);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		struct coffer_oid oid;
+		bool present;
+
+		make_oid(&oid, 6, (uint64_t)i);
+		assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+		assert_false(present);
+	}
+	for (int i = 0; i < B; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- full channel ------------------------------------------------------------------------ */
+
+static void test_eagain_full_channel(void **state)
+{
+	struct tctx *t = *state;
+	enum { MAXEV = 8192 };
+	struct coffer_event *ev = calloc(MAXEV, sizeof(*ev));
+	const void **rd = calloc(MAXEV, sizeof(*rd));
+	coffer_handle_t c, c2, eq, oh, ow;
+	struct coffer_oid oid;
+	struct coffer_event *done[64];
+	int launched = 0, rc = 0, got = 0;
+	void *wr;
+
+	assert_non_null(ev);
+	assert_non_null(rd);
+	make_oid(&oid, 7, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	/* gets that wait forever pin their slots until the object appears */
+	while (launched < MAXEV) {
+		assert_int_equal(coffer_event_init(&ev[launched], eq, NULL), 0);
+		rc = coffer_obj_get(oh, -1, &rd[launched], NULL, &ev[launched]);
+		if (rc < 0)
+			break;
+		launched++;
+		if (launched % 32 == 0) /* let the store take them (they wait there) */
+			assert_int_equal(coffer_eq_poll(eq, 0, 0, 64, done), 0);
+	}
+	assert_int_equal(rc, -EAGAIN);
+	/* the capacity is a power of two the store granted (8..4096) */
+	assert_true(launched >= 8 && launched <= 4096);
+	assert_int_equal(launched & (launched - 1), 0);
+	assert_int_equal(coffer_event_fini(&ev[launched]), 0);
+
+	/* another connection creates and seals: every waiting get completes */
+	assert_int_equal(coffer_obj_open(c2, &oid, 0, &ow), 0);
+	assert_int_equal(coffer_obj_create(ow, 128, 0, &wr, NULL), 0);
+	fill(wr, 128, 3);
+	assert_int_equal(coffer_obj_seal(ow, COFFER_SEAL_RELEASE, NULL), 0);
+	while (got < launched) {
+		int n = coffer_eq_poll(eq, 1, 5000000, 64, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, 0);
+		got += n;
+	}
+	for (int i = 0; i < launched; i++)
+		assert_true(check(rd[i], 128, 3));
+	/* room again: one more async call goes through */
+	for (int i = 0; i < launched; i++) {
+		assert_int_equal(coffer_obj_release(oh, &ev[i]), 0);
+		if (i % 32 == 31)
+			assert_int_equal(coffer_flush(c), 0);
+	}
+	for (got = 0; got < launched;) {
+		int n = coffer_eq_poll(eq, 1, 5000000, 64, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, 0);
+		got += n;
+	}
+	for (int i = 0; i < launched; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_obj_delete(c, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_obj_close(ow), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	free(ev);
+	free(rd);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/* ---- store death --------------------------------------------------------------------- */
+
+struct blocker {
+	coffer_handle_t oh;
+	int rc;
+};
+
+static void *blocked_get(void *arg)
+{
+	struct blocker *b = arg;
+	const void *rd;
+
+	b->rc = coffer_obj_get(b->oh, -1, &rd, NULL, NULL);
+	return NULL;
+}
+
+static void test_store_killed(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 16 };
+	coffer_handle_t c, eq, oh;
+	struct coffer_event ev[N], *done[N];
+	struct coffer_oid oid;
+	struct blocker b;
+	pthread_t tid;
+	const void *rd[N];
+	int got = 0;
+
+	make_oid(&oid, 8, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+		assert_int_equal(coffer_obj_get(oh, -1, &rd[i], NULL, &ev[i]), 0);
+	}
+	assert_int_equal(coffer_flush(c), 0);
+	b.oh = oh;
+	b.rc = 1;
+	assert_int_equal(pthread_create(&tid, NULL, blocked_get, &b), 0);
+	usleep(100000);
+	store_kill(&t->store);
+	/* nothing hangs: the async events and the blocked call all end with -ENOTCONN */
+	while (got < N) {
+		int n = coffer_eq_poll(eq, 1, 5000000, N, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, -ENOTCONN);
+		got += n;
+	}
+	pthread_join(tid, NULL);
+	assert_int_equal(b.rc, -ENOTCONN);
+	assert_int_equal(coffer_obj_get(oh, 0, &rd[0], NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get(oh, 0, &rd[0], NULL, &ev[0]), -ENOTCONN);
+	assert_int_equal(coffer_flush(c), -ENOTCONN);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_handles_closed(t);
+}
+
+/* ---- disconnect releases everything ------------------------------------------------------ */
+
+static void test_disconnect_releases(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c1, c2, eq;
+	struct coffer_store_info info;
+	struct coffer_event ev[4];
+	const void *rd;
+	void *wr;
+	bool present;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	/* c2 owns one sealed object (kept); c1 holds a reference on it, an unsealed object,
+	 * and has a get waiting */
+	{
+		struct coffer_oid o1, o2, o3;
+		coffer_handle_t h1, h2, h3, h1b;
+
+		make_oid(&o1, 9, 1);
+		make_oid(&o2, 9, 2);
+		make_oid(&o3, 9, 3);
+		assert_int_equal(coffer_obj_open(c2, &o1, 0, &h1), 0);
+		assert_int_equal(coffer_obj_create(h1, 65536, 0, &wr, NULL), 0);
+		fill(wr, 65536, 9);
+		assert_int_equal(coffer_obj_seal(h1, COFFER_SEAL_RELEASE, NULL), 0);
+		query(t, &info);
+		assert_int_equal(info.objects_sealed, 1);
+
+		assert_int_equal(coffer_obj_open(c1, &o1, 0, &h1b), 0);
+		assert_int_equal(coffer_obj_open(c1, &o2, 0, &h2), 0);
+		assert_int_equal(coffer_obj_open(c1, &o3, 0, &h3), 0);
+		assert_int_equal(coffer_obj_get(h1b, 0, &rd, NULL, NULL), 0);
+		assert_int_equal(coffer_obj_get(h1b, 0, &rd, NULL, NULL), 0);
+		assert_int_equal(coffer_obj_create(h2, 1 << 20, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_event_init(&ev[0], eq, NULL), 0);
+		assert_int_equal(coffer_obj_get(h3, -1, &rd, NULL, &ev[0]), 0);
+		assert_int_equal(coffer_flush(c1), 0);
+		query(t, &info);
+		assert_int_equal(info.objects_created, 1);
+		assert_true(info.used_bytes >= 65536 + (1 << 20));
+
+		assert_int_equal(coffer_disconnect(c1), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), -ENOTCONN);
+		/* the sealed object survives, deletable now that nobody holds it */
+		assert_int_equal(coffer_obj_contains(c2, &o1, &present, NULL), 0);
+		assert_true(present);
+		assert_int_equal(coffer_obj_delete(c2, &o1, NULL), 0);
+		assert_int_equal(coffer_obj_contains(c2, &o2, &present, NULL), 0);
+		assert_false(present);
+		assert_int_equal(coffer_obj_close(h1), 0);
+		assert_int_equal(coffer_obj_close(h1b), 0);
+		assert_int_equal(coffer_obj_close(h2), 0);
+		assert_int_equal(coffer_obj_close(h3), 0);
+		assert_int_equal(coffer_event_fini(&ev[0]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
+	};
+
+	if (!getenv("COFFER_STORE_BIN")) {
+		printf("skip: COFFER_STORE_BIN is not set (run through meson test)\n");
+		return 77;
+	}
+	if (getenv("COFFER_TEST_FILTER")) /* e.g. COFFER_TEST_FILTER=test_replace */
+		cmocka_set_test_filter(getenv("COFFER_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
