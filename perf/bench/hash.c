@@ -523,11 +523,12 @@ int coffer__bench_hash_main(int argc, char **argv)
 	    .seconds = 1.0,
 	    .keys = 1024,
 	    .prefill = 100000,
+	    .repeat = 1,
 	    .buckets_log2 = 16,
 	};
 	uint64_t v;
 	size_t i, w;
-	int c, n, failed = 0;
+	int c, n, failed = 0, results = 0;
 	uint64_t r;
 
 	for (i = 0; i < BH_NIMPLS; i++) {
@@ -613,15 +614,24 @@ int coffer__bench_hash_main(int argc, char **argv)
 	for (w = 0; w < BH_NWORKLOADS; w++) {
 		if (!o.workload_on[w])
 			continue;
-		for (n = 0; n < o.nthreads; n++)
-			for (r = 0; r < o.repeat; r++)
-				for (i = 0; i < BH_NIMPLS; i++)
-					if (o.impl_on[i] &&
-					    !bh_one_run(&o, bh_impls[i], (enum bh_workload)w,
+		for (n = 0; n < o.nthreads; n++) {
+			for (r = 0; r < o.repeat; r++) {
+				for (i = 0; i < BH_NIMPLS; i++) {
+					if (!o.impl_on[i])
+						continue;
+					results++;
+					if (!bh_one_run(&o, bh_impls[i], (enum bh_workload)w,
 							o.threads[n]))
 						failed++;
+				}
+			}
+		}
 	}
 	bench_csv_close();
+	if (results == 0) {
+		fprintf(stderr, "coffer-bench hash: nothing was run\n");
+		return BENCH_EXIT_USAGE;
+	}
 	if (failed) {
 		fprintf(stderr, "coffer-bench hash: %d result(s) FAILED verification\n", failed);
 		return BENCH_EXIT_VERIFY;
