@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * perf/bench/store.c - `coffer-bench store`: throughput of the batched IPC channel to a
+ * running coffer-store, and large-put bandwidth beside raw memcpy (issue 6, item 5).
+ *
+ * Workloads (every client thread has its own EQ, hence its own channel, on one shared
+ * connection, as an application would):
+ *  - create-seal: per round, B creates (COFFER_CREATE_REPLACE over a per-thread key space,
+ *    so the store's population stays bounded) published as one batch; each completion
+ *    copies the payload in and launches its seal (COFFER_SEAL_RELEASE) on the same event;
+ *    the round ends when all B seals completed. One op = one object created, written,
+ *    sealed and released.
+ *  - get-release: keys pre-populated (untimed); per round, B gets, each completion checks
+ *    size and content and launches its release; the round ends when all B releases
+ *    completed. One op = one get + one release.
+ *  - put: one thread, create + memcpy + seal (+ release) of 1 MiB .. 1 GiB objects (capped
+ *    by the store's capacity), in GB/s of payload, each size followed at once by the same
+ *    memcpy into a prefaulted private buffer (impl "memcpy"): the ratio is taken in one run.
+ * B is the batch size (requests in flight per thread); B = 1 is one round trip per call.
+ *
+ * Verification: every completion's status must be 0, every get must return the size and
+ * content written, ops counted by threads must equal the completions seen, and after the
+ * run the store must hold no unsealed object and be back to its used bytes before the run
+ * (all keys deleted). Any failure marks the row FAIL and makes the exit status 1.
+ *
+ * Output: one line per result, and --csv FILE appends rows
+ * bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <coffer/coffer.h>
+
+#include "bench.h"
+#include "runtime/proto_util.h"
+
+#define ST_MAX_BATCH	128u
+#define ST_EXIT_NOSTORE 3
+
+struct st_opts {
+	char socket[108];
+	unsigned int threads[BENCH_MAX_LIST];
+	int nthreads;
+	unsigned int batches[BENCH_MAX_LIST];
+	int nbatches;
+	double seconds;
+	uint64_t obj_size;
+	uint64_t keys;
+	uint64_t put_min, put_max;
+	uint64_t put_bytes; /* payload bytes per put size (sets the repetitions) */
+	bool do_cs, do_gr, do_put;
+	const char *csv;
+};
+
+struct st_shared {
+	const struct st_opts *o;
+	coffer_handle_t conn;
+	unsigned int batch;
+	bool get_release;
+	unsigned int run_id;	     /* separates key spaces of successive runs */
+	atomic_uint_fast64_t errors; /* summed by each thread's cleanup; read after join */
+	atomic_int first_err;
+};
+
+struct st_thread {
+	coffer_handle_t eq;
+	coffer_handle_t *oh; /* keys */
+	struct coffer_event ev[ST_MAX_BATCH];
+	void *wr[ST_MAX_BATCH];
+	const void *rd[ST_MAX_BATCH];
+	uint64_t rsize[ST_MAX_BATCH];
+	uint64_t key[ST_MAX_BATCH];
+	uint8_t *payload;
+	uint64_t errors;
+	int first_err;
+	uint64_t cursor;
+	bool events_ready;
+};
+
+static FILE *st_csv;
+
+static void st_csv_open(const char *path)
+{
+	long pos;
+
+	st_csv = fopen(path, "a");
+	if (!st_csv) {
+		fprintf(stderr, "coffer-bench store: cannot open %s: %s\n", path, strerror(errno));
+		return;
+	}
+	fseek(st_csv, 0, SEEK_END);
+	pos = ftell(st_csv);
+	if (pos == 0)
+		fprintf(st_csv,
+			"bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,"
+			"status\n");
+}
+
+static void st_report(const char *impl, const char *workload, unsigned int batch,
+		      unsigned int threads, uint64_t size, double seconds, uint64_t ops, bool ok,
+		      const char *note)
+{
+	double mops = seconds > 0 ? (double)ops / seconds / 1e6 : 0.0;
+	double gbps = seconds > 0 ? (double)ops * (double)size / seconds / 1e9 : 0.0;
+	const char *status = !ok ? "FAIL" : threads > bench_cores() ? "oversub" : "ok";
+
+	if (strcmp(workload, "put") == 0)
+		printf("store %-7s %-12s size=%-11" PRIu64 " %8.3f GB/s  (%" PRIu64
+		       " puts in %.3f s) %s%s%s\n",
+		       impl, workload, size, gbps, ops, seconds, status, note ? " " : "",
+		       note ? note : "");
+	else
+		printf("store %-7s %-12s batch=%-3u threads=%u size=%" PRIu64
+		       " %8.3f Mops/s  %7.3f Mops/s/thread  (%" PRIu64 " ops in %.3f s) %s%s%s\n",
+		       impl, workload, batch, threads, size, mops, mops / threads, ops, seconds,
+		       status, note ? " " : "", note ? note : "");
+	fflush(stdout);
+	if (st_csv) {
+		fprintf(st_csv, "store,%s,%s,%u,%u,%" PRIu64 ",%.6f,%" PRIu64 ",%.6f,%.6f,%s\n",
+			impl, workload, batch, threads, size, seconds, ops, mops, gbps, status);
+		fflush(st_csv);
+	}
+}
+
+/* ---- payload ----------------------------------------------------------------------------- */
+
+/* ObjectID: "cbst", run, thread, key. */
+static void st_oid(struct coffer_oid *oid, unsigned int run, unsigned int tid, uint64_t key)
+{
+	memset(oid, 0, sizeof(*oid));
+	memcpy(oid->id, "cbst", 4);
+	memcpy(oid->id + 4, &run, sizeof(run));
+	memcpy(oid->id + 8, &tid, sizeof(tid));
+	memcpy(oid->id + 12, &key, sizeof(key));
+}
+
+/* The first and last 8 bytes of an object carry its key (checked by gets). */
+static void st_stamp(uint8_t *dst, const uint8_t *payload, uint64_t size, uint64_t key)
+{
+	memcpy(dst, payload, size);
+	if (size >= 8) {
+		memcpy(dst, &key, 8);
+		memcpy(dst + size - 8, &key, 8);
+	}
+}
+
+static bool st_check(const uint8_t *p, uint64_t size, uint64_t key)
+{
+	uint64_t a, b;
+
+	if (size < 8)
+		return true;
+	memcpy(&a, p, 8);
+	memcpy(&b, p + size - 8, 8);
+	return a == key && b == key;
+}
+
+static void st_fail(struct st_thread *ts, int err)
+{
+	if (!ts->errors++)
+		ts->first_err = err;
+}
+
+/* Polls until @n events of this thread completed; calls @cb on each. */
+static void st_reap(struct bench_thread *t, unsigned int n,
+		    void (*cb)(struct bench_thread *t, unsigned int slot))
+{
+	struct st_thread *ts = t->tls;
+	struct coffer_event *done[ST_MAX_BATCH];
+	unsigned int got = 0;
+
+	while (got < n) {
+		int k = coffer_eq_poll(ts->eq, 1, -1, ST_MAX_BATCH, done);
+
+		if (k < 0) {
+			st_fail(ts, k);
+			return;
+		}
+		for (int i = 0; i < k; i++) {
+			unsigned int slot = (unsigned int)(done[i] - ts->ev);
+
+			if (slot >= ST_MAX_BATCH) {
+				st_fail(ts, -EPROTO);
+				continue;
+			}
+			if (done[i]->ev_error != 0) {
+				st_fail(ts, done[i]->ev_error);
+				continue;
+			}
+			if (cb)
+				cb(t, slot);
+		}
+		got += (unsigned int)k;
+	}
+}
+
+/* ---- create-seal and get-release ------------------------------------------------------------ */
+
+static void st_cleanup(struct bench_thread *t);
+static int st_setup_keys(struct bench_thread *t);
+
+static int st_setup(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	const struct st_opts *o = sh->o;
+	struct st_thread *ts = calloc(1, sizeof(*ts));
+	int rc;
+
+	if (!ts)
+		return -ENOMEM;
+	t->tls = ts;
+	ts->oh = calloc(o->keys, sizeof(*ts->oh));
+	ts->payload = malloc(o->obj_size ? o->obj_size : 1);
+	rc = !ts->oh || !ts->payload ? -ENOMEM : st_setup_keys(t);
+	if (rc < 0)
+		st_cleanup(t); /* the harness runs no teardown after a failed setup */
+	return rc;
+}
+
+static int st_setup_keys(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	const struct st_opts *o = sh->o;
+	struct st_thread *ts = t->tls;
+	int rc;
+
+	memset(ts->payload, 0x5a ^ (int)t->id, o->obj_size ? o->obj_size : 1);
+	rc = coffer_eq_create(&ts->eq);
+	if (rc < 0)
+		return rc;
+	for (unsigned int i = 0; i < ST_MAX_BATCH; i++) {
+		rc = coffer_event_init(&ts->ev[i], ts->eq, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	ts->events_ready = true;
+	for (uint64_t k = 0; k < o->keys; k++) {
+		struct coffer_oid oid;
+
+		st_oid(&oid, sh->run_id, t->id, k);
+		rc = coffer_obj_open(sh->conn, &oid, 0, &ts->oh[k]);
+		if (rc < 0)
+			return rc;
+		if (sh->get_release) {
+			void *wr;
+
+			/* untimed population, blocking calls (one path with the async ones) */
+			rc = coffer_obj_create(ts->oh[k], o->obj_size, 0, &wr, NULL);
+			if (rc < 0)
+				return rc;
+			st_stamp(wr, ts->payload, o->obj_size, k);
+			rc = coffer_obj_seal(ts->oh[k], COFFER_SEAL_RELEASE, NULL);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	/* Open this EQ's channel before the clock starts (one control round trip). */
+	{
+		struct coffer_oid oid;
+		struct coffer_event *done;
+		bool present = false;
+
+		st_oid(&oid, sh->run_id, t->id, 0);
+		rc = coffer_obj_contains(sh->conn, &oid, &present, &ts->ev[0]);
+		if (rc == 0)
+			rc = coffer_eq_poll(ts->eq, 1, -1, 1, &done) == 1 ? ts->ev[0].ev_error
+									  : -EIO;
+		if (rc == 0 && present != sh->get_release)
+			rc = -EIO;
+	}
+	return rc;
+}
+
+static void cs_created(struct bench_thread *t, unsigned int slot)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	int rc;
+
+	st_stamp(ts->wr[slot], ts->payload, sh->o->obj_size, ts->key[slot]);
+	rc = coffer_obj_seal(ts->oh[ts->key[slot]], COFFER_SEAL_RELEASE, &ts->ev[slot]);
+	if (rc < 0)
+		st_fail(ts, rc);
+}
+
+static void gr_got(struct bench_thread *t, unsigned int slot)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	int rc;
+
+	if (ts->rsize[slot] != sh->o->obj_size ||
+	    !st_check(ts->rd[slot], ts->rsize[slot], ts->key[slot]))
+		st_fail(ts, -EIO);
+	rc = coffer_obj_release(ts->oh[ts->key[slot]], &ts->ev[slot]);
+	if (rc < 0)
+		st_fail(ts, rc);
+}
+
+static void st_body(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	const struct st_opts *o = sh->o;
+	struct st_thread *ts = t->tls;
+	unsigned int b = sh->batch;
+
+	while (!bench_should_stop(t) && !ts->errors) {
+		unsigned int launched = 0;
+
+		for (unsigned int i = 0; i < b; i++) {
+			uint64_t k = (ts->cursor + i) % o->keys;
+			int rc;
+
+			ts->key[i] = k;
+			if (sh->get_release)
+				rc = coffer_obj_get(ts->oh[k], 0, &ts->rd[i], &ts->rsize[i],
+						    &ts->ev[i]);
+			else
+				rc =
+				    coffer_obj_create(ts->oh[k], o->obj_size, COFFER_CREATE_REPLACE,
+						      &ts->wr[i], &ts->ev[i]);
+			if (rc < 0) {
+				st_fail(ts, rc);
+				break;
+			}
+			launched++;
+		}
+		/* first stage: its completions launch the second stage on the same events */
+		st_reap(t, launched, sh->get_release ? gr_got : cs_created);
+		st_reap(t, launched, NULL);
+		if (launched == b && !ts->errors)
+			t->ops += b;
+		ts->cursor += b;
+	}
+}
+
+/* Deletes this thread's keys (untimed), frees its state and adds its errors to the run. */
+static void st_cleanup(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	int zero = 0;
+
+	if (!ts)
+		return;
+	for (uint64_t k = 0; ts->oh && k < sh->o->keys; k++) {
+		struct coffer_oid oid;
+		int rc;
+
+		if (!ts->oh[k].cookie)
+			continue;
+		st_oid(&oid, sh->run_id, t->id, k);
+		rc = coffer_obj_delete(sh->conn, &oid, NULL);
+		/* -ENOENT: a create-seal run stopped before reaching this key */
+		if (rc < 0 && rc != -ENOENT)
+			st_fail(ts, rc);
+		coffer_obj_close(ts->oh[k]);
+	}
+	if (ts->events_ready)
+		for (unsigned int i = 0; i < ST_MAX_BATCH; i++)
+			coffer_event_fini(&ts->ev[i]);
+	if (ts->eq.cookie && coffer_eq_destroy(ts->eq, 0) < 0)
+		st_fail(ts, -EBUSY); /* an event still running: a completion was lost */
+	/* Relaxed: read by the main thread after pthread_join. */
+	atomic_fetch_add_explicit(&sh->errors, ts->errors, memory_order_relaxed);
+	if (ts->errors)
+		atomic_compare_exchange_strong_explicit(&sh->first_err, &zero, ts->first_err,
+							memory_order_relaxed, memory_order_relaxed);
+	free(ts->oh);
+	free(ts->payload);
+	free(ts);
+	t->tls = NULL;
+}
+
+static void st_sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The store must be back where it was: no unsealed object, the same used bytes. */
+static bool st_store_clean(coffer_handle_t conn, const struct coffer_store_info *before, char *why,
+			   size_t len)
+{
+	struct coffer_store_info now;
+
+	for (int i = 0; i < 100; i++) {
+		if (coffer_store_query(conn, &now) < 0) {
+			snprintf(why, len, "query failed");
+			return false;
+		}
+		if (now.objects_created == 0 && now.used_bytes == before->used_bytes)
+			return true;
+		st_sleep_ms(10);
+	}
+	snprintf(why, len,
+		 "store not clean: %" PRIu64 " unsealed, used %" PRIu64 " bytes (was %" PRIu64 ")",
+		 now.objects_created, now.used_bytes, before->used_bytes);
+	return false;
+}
+
+static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_release,
+		    unsigned int batch, unsigned int threads, unsigned int run_id)
+{
+	struct st_shared sh = {
+	    .o = o, .conn = conn, .batch = batch, .get_release = get_release, .run_id = run_id};
+	struct bench_run run = {.nthreads = threads,
+				.seconds = o->seconds,
+				.arg = &sh,
+				.setup = st_setup,
+				.body = st_body,
+				.teardown = st_cleanup};
+	struct coffer_store_info before;
+	uint64_t errors;
+	char why[160] = "";
+	bool ok;
+	int rc;
+
+	atomic_init(&sh.errors, 0);
+	atomic_init(&sh.first_err, 0);
+	if (coffer_store_query(conn, &before) < 0)
+		return -ENOTCONN;
+	rc = bench_run_threads(&run);
+	errors = atomic_load_explicit(&sh.errors, memory_order_relaxed);
+	ok = rc == 0 && errors == 0 && run.ops > 0;
+	if (rc)
+		snprintf(why, sizeof(why), "setup: %s", coffer_strerror(rc));
+	else if (errors)
+		snprintf(
+		    why, sizeof(why), "%" PRIu64 " errors, first: %s", errors,
+		    coffer_strerror(atomic_load_explicit(&sh.first_err, memory_order_relaxed)));
+	else if (run.ops == 0)
+		snprintf(why, sizeof(why), "no operation completed");
+	if (!st_store_clean(conn, &before, why[0] ? why + strlen(why) : why,
+			    sizeof(why) - strlen(why)))
+		ok = false;
+	st_report("coffer", get_release ? "get-release" : "create-seal", batch, threads,
+		  o->obj_size, run.elapsed_s, run.ops, ok, why[0] ? why : NULL);
+	return ok ? 0 : -EIO;
+}
+
+/* ---- large put ------------------------------------------------------------------------------- */
+
+static double st_secs(uint64_t a, uint64_t b)
+{
+	return (double)(b - a) / 1e9;
+}
+
+/*
+ * One size: @reps puts of @size bytes through the store (create, memcpy from @src, seal with
+ * release), each object deleted untimed before the next; then @reps memcpys of the same
+ * source into a prefaulted private buffer. Both verified by sampling the destination.
+ */
+static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, const uint8_t *src,
+		       unsigned int run_id)
+{
+	struct coffer_oid oid;
+	coffer_handle_t oh;
+	double t_store = 0, t_memcpy = 0;
+	uint8_t *dst;
+	bool ok = true;
+	char why[160] = "";
+	int rc;
+
+	st_oid(&oid, run_id, 0xffff, size);
+	rc = coffer_obj_open(conn, &oid, 0, &oh);
+	if (rc < 0)
+		return rc;
+	for (unsigned int r = 0; r < reps && ok; r++) {
+		const void *rd;
+		uint64_t got, t0, t1;
+		void *wr;
+
+		t0 = bench_now_ns();
+		rc = coffer_obj_create(oh, size, 0, &wr, NULL);
+		if (rc == 0) {
+			memcpy(wr, src, size);
+			rc = coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL);
+		}
+		t1 = bench_now_ns();
+		t_store += st_secs(t0, t1);
+		if (rc == 0) {
+			rc = coffer_obj_get(oh, 0, &rd, &got, NULL);
+			if (rc == 0 && (got != size || memcmp(rd, src, 4096) != 0 ||
+					memcmp((const uint8_t *)rd + size - 4096, src + size - 4096,
+					       4096) != 0))
+				rc = -EIO;
+			if (rc == 0)
+				rc = coffer_obj_release(oh, NULL);
+			if (rc == 0)
+				rc = coffer_obj_delete(conn, &oid, NULL);
+		}
+		if (rc < 0) {
+			ok = false;
+			snprintf(why, sizeof(why), "%s", coffer_strerror(rc));
+		}
+	}
+	coffer_obj_close(oh);
+	st_report("coffer", "put", 0, 1, size, t_store, ok ? reps : 0, ok, why[0] ? why : NULL);
+
+	/* the baseline, in the same run: memcpy into a prefaulted private buffer */
+	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		   -1, 0);
+	if (dst == MAP_FAILED)
+		return -ENOMEM;
+	memset(dst, 1, size);
+	for (unsigned int r = 0; r < reps; r++) {
+		uint64_t t0 = bench_now_ns();
+
+		memcpy(dst, src, size);
+		t_memcpy += st_secs(t0, bench_now_ns());
+	}
+	rc = memcmp(dst + size - 4096, src + size - 4096, 4096) == 0 ? 0 : -EIO;
+	munmap(dst, size);
+	st_report("memcpy", "put", 0, 1, size, t_memcpy, reps, rc == 0, NULL);
+	if (ok && rc == 0 && t_store > 0)
+		printf("store ratio   put          size=%-11" PRIu64 " coffer/memcpy = %.1f%%\n",
+		       size, 100.0 * t_memcpy / t_store);
+	return ok && rc == 0 ? 0 : -EIO;
+}
+
+static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int run_id)
+{
+	struct coffer_store_info info;
+	uint64_t max = o->put_max;
+	uint8_t *src;
+	int rc, failed = 0;
+
+	rc = coffer_store_query(conn, &info);
+	if (rc < 0)
+		return rc;
+	/* leave room for the store's own rounding and other clients */
+	while (max > info.capacity_bytes - info.used_bytes - (info.capacity_bytes >> 4) &&
+	       max > o->put_min)
+		max >>= 1;
+	if (max > info.capacity_bytes - info.used_bytes) {
+		fprintf(stderr,
+			"coffer-bench store: the store is too small for a %" PRIu64 "-byte put\n",
+			o->put_min);
+		return -E2BIG;
+	}
+	printf("# put: arena %s, sizes %" PRIu64 " .. %" PRIu64 " bytes\n",
+	       info.hugepages ? "hugepage-backed" : "on ordinary pages", o->put_min, max);
+	src = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		   -1, 0);
+	if (src == MAP_FAILED)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < max; i += 8)
+		memcpy(src + i, &i, 8);
+	for (uint64_t size = o->put_min; size <= max; size <<= 2) {
+		uint64_t reps = o->put_bytes / size;
+
+		if (reps < 3)
+			reps = 3;
+		if (reps > 1000)
+			reps = 1000;
+		if (st_put_size(conn, size, (unsigned int)reps, src, run_id) < 0)
+			failed = 1;
+	}
+	munmap(src, max);
+	return failed ? -EIO : 0;
+}
+
+/* Parses BYTES with an optional K/M/G suffix (powers of 1024) into [min, max]. */
+static int st_parse_size(const char *str, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned int shift = 0;
+
+	errno = 0;
+	v = strtoull(str, &end, 10);
+	if (errno || end == str)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	v <<= shift;
+	if (v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---- command line ------------------------------------------------------------------------------
+ */
+
+static void st_usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: coffer-bench store [--socket PATH] [--threads 1,2,4] [--batch 1,8,32,128]\n"
+	    "                          [--seconds S] [--obj-size BYTES] [--keys N]\n"
+	    "                          [--workload create-seal,get-release,put]\n"
+	    "                          [--put-max BYTES] [--put-bytes BYTES] [--csv FILE]\n"
+	    "  --socket PATH   a running coffer-store (default: $COFFER_SOCKET or the per-user\n"
+	    "                  default path)\n"
+	    "  --threads LIST  client threads (each with its own EQ and channel; default 1,2,4)\n"
+	    "  --batch LIST    requests in flight per thread (default 1,8,32,128; max %u)\n"
+	    "  --seconds S     per small-object result (default 1)\n"
+	    "  --obj-size B    small object size in bytes (default 64)\n"
+	    "  --keys N        objects per thread (default 1024, at least the batch)\n"
+	    "  --workload W    any of create-seal, get-release, put (default all)\n"
+	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity)\n"
+	    "  --put-bytes B   payload bytes per put size, sets the repetitions (default 2 GiB)\n"
+	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
+	    "                  seconds,ops,mops,gbps,status\n"
+	    "Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no store.\n",
+	    ST_MAX_BATCH);
+}
+
+int coffer__bench_store_main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+	    {"socket", required_argument, NULL, 'S'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"obj-size", required_argument, NULL, 'o'},
+	    {"keys", required_argument, NULL, 'k'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"put-max", required_argument, NULL, 'M'},
+	    {"put-bytes", required_argument, NULL, 'B'},
+	    {"csv", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct st_opts o = {
+	    .threads = {1, 2, 4},
+	    .nthreads = 3,
+	    .batches = {1, 8, 32, 128},
+	    .nbatches = 4,
+	    .seconds = 1.0,
+	    .obj_size = 64,
+	    .keys = 1024,
+	    .put_min = 1u << 20,
+	    .put_max = 1u << 30,
+	    .put_bytes = 2ull << 30,
+	    .do_cs = true,
+	    .do_gr = true,
+	    .do_put = true,
+	};
+	coffer_handle_t conn;
+	unsigned int run_id;
+	int c, n, rc, failed = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			if (strlen(optarg) >= sizeof(o.socket))
+				goto usage;
+			strcpy(o.socket, optarg);
+			break;
+		case 't':
+			n = bench_parse_uint_list(optarg, BENCH_MAX_THREADS, o.threads);
+			if (n < 0)
+				goto usage;
+			o.nthreads = n;
+			break;
+		case 'b':
+			n = bench_parse_uint_list(optarg, ST_MAX_BATCH, o.batches);
+			if (n < 0)
+				goto usage;
+			o.nbatches = n;
+			break;
+		case 's':
+			if (bench_parse_seconds(optarg, &o.seconds))
+				goto usage;
+			break;
+		case 'o':
+			if (st_parse_size(optarg, 0, 1u << 24, &o.obj_size))
+				goto usage;
+			break;
+		case 'k':
+			if (bench_parse_u64(optarg, 1, 1u << 24, &o.keys))
+				goto usage;
+			break;
+		case 'w':
+			o.do_cs = strstr(optarg, "create-seal") != NULL;
+			o.do_gr = strstr(optarg, "get-release") != NULL;
+			o.do_put = strstr(optarg, "put") != NULL;
+			if (!o.do_cs && !o.do_gr && !o.do_put)
+				goto usage;
+			break;
+		case 'M':
+			if (st_parse_size(optarg, 1u << 20, 1ull << 40, &o.put_max))
+				goto usage;
+			break;
+		case 'B':
+			if (st_parse_size(optarg, 1u << 20, 1ull << 44, &o.put_bytes))
+				goto usage;
+			break;
+		case 'c':
+			o.csv = optarg;
+			break;
+		case 'h':
+			st_usage(stdout);
+			return 0;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc)
+		goto usage;
+	for (int i = 0; i < o.nbatches; i++)
+		if (o.keys < o.batches[i])
+			o.keys = o.batches[i];
+	if (!o.socket[0] && coffer__default_socket_path(o.socket, sizeof(o.socket)) < 0)
+		goto usage;
+
+	rc = coffer_init();
+	if (rc < 0) {
+		fprintf(stderr, "coffer-bench store: coffer_init: %s\n", coffer_strerror(rc));
+		return BENCH_EXIT_VERIFY;
+	}
+	rc = coffer_connect(o.socket, &conn);
+	if (rc < 0) {
+		fprintf(
+		    stderr,
+		    "coffer-bench store: cannot connect to %s: %s (start one with coffer-store -m "
+		    "2G -s %s)\n",
+		    o.socket, coffer_strerror(rc), o.socket);
+		coffer_fini();
+		return ST_EXIT_NOSTORE;
+	}
+	if (o.csv)
+		st_csv_open(o.csv);
+	bench_print_machine(stdout);
+	run_id = (unsigned int)(bench_now_ns() & 0xffffffffu);
+	for (int w = 0; w < 2; w++) {
+		bool gr = w == 1;
+
+		if ((gr && !o.do_gr) || (!gr && !o.do_cs))
+			continue;
+		for (int bi = 0; bi < o.nbatches; bi++)
+			for (int ti = 0; ti < o.nthreads; ti++)
+				if (st_small(&o, conn, gr, o.batches[bi], o.threads[ti], run_id++) <
+				    0)
+					failed = 1;
+	}
+	if (o.do_put && st_put(&o, conn, run_id++) < 0)
+		failed = 1;
+	if (st_csv)
+		fclose(st_csv);
+	rc = coffer_disconnect(conn);
+	if (rc < 0)
+		failed = 1;
+	coffer_fini();
+	return failed ? BENCH_EXIT_VERIFY : 0;
+
+usage:
+	st_usage(stderr);
+	return BENCH_EXIT_USAGE;
+}
