@@ -95,6 +95,16 @@ static int counter_next(uint64_t *out)
 	return 0;
 }
 
+void coffer__hhash_raise_counter(uint64_t at_least)
+{
+	uint64_t cur = __atomic_load_n(&next_range, __ATOMIC_RELAXED);
+
+	/* Only ever raises: counters stay unique. Relaxed, like counter_next(). */
+	while (cur < at_least && !__atomic_compare_exchange_n(&next_range, &cur, at_least, true,
+							      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static inline bool type_ok(enum coffer_htype type)
 {
 	return (unsigned int)type >= 1 && (unsigned int)type <= HTYPE_MASK;

@@ -107,6 +107,10 @@ void coffer__htab_put(struct coffer_htab *tab, struct coffer_hnode *node);
 struct coffer_hhash;
 struct coffer_htab *coffer__hhash_table(struct coffer_hhash *hh);
 
+/* Tests only: raise the process's next cookie counter to at least @at_least (never lowers it,
+ * so uniqueness holds); lets a test reach the 2^60 limit (-ENOSPC). */
+void coffer__hhash_raise_counter(uint64_t at_least);
+
 /* Diagnostics for tests. */
 struct coffer__htab_stats {
 	uint64_t inserted;	 /* records ever linked */

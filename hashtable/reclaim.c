@@ -39,7 +39,13 @@
 
 #include "hashtable/htab_internal.h"
 
+/* Records per call_rcu. Overridable at build time only to measure batching (1 = one
+ * call_rcu per record, as without batching). */
+#ifdef COFFER__RECLAIM_BATCH
+#define RECLAIM_BATCH COFFER__RECLAIM_BATCH
+#else
 #define RECLAIM_BATCH 64
+#endif
 
 struct reclaim_batch {
 	struct rcu_head rb_head;

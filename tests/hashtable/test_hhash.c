@@ -4,6 +4,7 @@
  * runtime (coffer_init/fini reference counting, coffer_hhash_global).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,6 +222,40 @@ static void test_init_fini(void **state)
 	assert_int_equal(coffer_fini(), 0);
 }
 
+static void *insert_in_new_thread(void *arg)
+{
+	struct obj *o = obj_new();
+	coffer_handle_t h;
+	intptr_t rc = coffer_hhash_insert(arg, &o->link, COFFER_HTYPE_TEST, &h);
+
+	if (rc != 0)
+		free(o);
+	return (void *)rc;
+}
+
+/* Last test of the binary: afterwards no new thread can get cookies. */
+static void test_cookie_exhaustion(void **state)
+{
+	struct coffer_hhash *hh;
+	struct obj *o = obj_new();
+	coffer_handle_t h;
+	pthread_t t;
+	void *ret;
+
+	(void)state;
+	assert_int_equal(coffer_hhash_create(NULL, &hh), 0);
+	coffer__hhash_raise_counter((UINT64_MAX >> COFFER_HTYPE_BITS) - 10);
+	/* A thread with no range left gets -ENOSPC; cookies never wrap to reused values. */
+	assert_int_equal(pthread_create(&t, NULL, insert_in_new_thread, hh), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal((intptr_t)ret, -ENOSPC);
+	/* This thread still owns the rest of its range. */
+	assert_int_equal(coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h), 0);
+	assert_true(h.cookie >> COFFER_HTYPE_BITS < (UINT64_MAX >> COFFER_HTYPE_BITS) - 10);
+	assert_int_equal(coffer_hhash_destroy(hh, true), 0);
+	assert_int_equal(frees_now(), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +264,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_refs, setup),
 	    cmocka_unit_test_setup(test_cookie_mixing, setup),
 	    cmocka_unit_test_setup(test_init_fini, setup),
+	    cmocka_unit_test_setup(test_cookie_exhaustion, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -248,11 +248,67 @@ static void test_fork(void **state)
 	assert_null(coffer_hhash_global());
 }
 
+/* ---- a host that uses liburcu itself ------------------------------------------------ */
+
+/* liburcu-memb's out-of-line API (declared here: its header's macros would collide with
+ * urcu-bp's in one translation unit). */
+void urcu_memb_register_thread(void);
+void urcu_memb_unregister_thread(void);
+void urcu_memb_read_lock(void);
+void urcu_memb_read_unlock(void);
+void urcu_memb_synchronize_rcu(void);
+
+static void *host_urcu_thread(void *arg)
+{
+	struct coffer_hhash *hh = arg;
+	struct obj *o = obj_new();
+	struct coffer_hlink *l;
+	coffer_handle_t h;
+	intptr_t bad = 0;
+
+	/* The host registers this thread with memb (a registering flavour that aborts on a
+	 * double registration of its own kind) and explicitly with bp, twice; coffer's lazy
+	 * bp registration must coexist with all of it, inside the host's own sections too. */
+	urcu_memb_register_thread();
+	urcu_bp_register_thread();
+	urcu_bp_register_thread();
+	urcu_memb_read_lock();
+	if (!o || coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h) != 0)
+		bad++;
+	else if (coffer_hhash_lookup(hh, h, COFFER_HTYPE_TEST, &l) != 0)
+		bad++;
+	else {
+		coffer_hhash_putref(hh, l);
+		if (coffer_hhash_delete(hh, l) != 0)
+			bad++;
+	}
+	urcu_memb_read_unlock();
+	urcu_memb_synchronize_rcu();
+	urcu_memb_unregister_thread();
+	return (void *)bad;
+}
+
+static void test_host_uses_liburcu(void **state)
+{
+	pthread_t t;
+	void *ret;
+
+	(void)state;
+	frees = 0;
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(pthread_create(&t, NULL, host_urcu_thread, coffer_hhash_global()), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal((intptr_t)ret, 0);
+	assert_int_equal(coffer_fini(), 0);
+	assert_int_equal(frees, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_thread_exit_without_unregister),
 	    cmocka_unit_test(test_fork),
+	    cmocka_unit_test(test_host_uses_liburcu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
