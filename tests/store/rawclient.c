@@ -51,6 +51,23 @@ static void dump_log(const struct rc_store *s)
 	close(fd);
 }
 
+/* 1 when the store's log holds a sanitizer report (UBSan does not change exit codes). */
+static int log_has_sanitizer_report(const struct rc_store *s)
+{
+	char path[128], line[1024];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/store.log", s->dir);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, "runtime error:") != NULL || strstr(line, "Sanitizer") != NULL;
+	fclose(f);
+	return found;
+}
+
 static void remove_dir(const struct rc_store *s)
 {
 	char path[128];
@@ -84,8 +101,10 @@ int rc_store_start(struct rc_store *s, const char *const *args)
 		return -1;
 	if (s->pid == 0) {
 		fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0)
+		if (fd >= 0 && fd != 2) {
 			dup2(fd, 2);
+			close(fd); /* the store must not inherit a stray fd */
+		}
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -148,6 +167,8 @@ int rc_store_stop(struct rc_store *s)
 		unlink(s->sock);
 		status = 0x100 * 98; /* the store must remove its socket */
 	}
+	if (log_has_sanitizer_report(s))
+		status = 0x100 * 97;
 	if (status != 0 || getenv("COFFER_TEST_VERBOSE") != NULL)
 		dump_log(s);
 	remove_dir(s);
