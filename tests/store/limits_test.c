@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/store/limits_test.c - coffer-store under resource pressure (issues 5, 6 and 9):
+ * many connect/disconnect cycles leave no fd or byte behind; at its open-file limit the store
+ * refuses new clients cleanly (no busy loop on accept) while existing clients keep working,
+ * and accepts again once fds are free; an idle store with open channels uses ~0% CPU.
+ * Cycles: argv[1] (default 2000; issue 9 asks for 10,000 in the long run).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/store/rawclient.h"
+
+static int cycles = 2000;
+
+/* utime + stime of @pid in clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) == NULL) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	/* fields after ')': 3 state ... 14 utime 15 stime */
+	for (i = 0; i < 11 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p, " %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}
+
+static void test_connect_cycles(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_store_info info;
+	struct rc_store st;
+	struct rc_conn keep;
+	int i, fds0;
+
+	(void)state;
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&keep, st.sock), 0);
+	fds0 = rc_count_fds(st.pid);
+	for (i = 0; i < cycles; i++) {
+		struct rc_conn c;
+
+		assert_int_equal(rc_connect(&c, st.sock), 0);
+		if (i % 4 == 0) { /* some leave objects and references behind */
+			assert_int_equal(rc_create(&c, 1000 + (uint64_t)i, 128, 0, NULL), 0);
+			assert_int_equal(rc_get(&c, 1, 0, NULL, NULL), i == 0 ? -ENOENT : 0);
+		}
+		if (i == 0)
+			assert_int_equal(rc_put(&keep, 1, 64, 1), 0);
+		rc_close(&c);
+	}
+	for (i = 0; i < 500; i++) {
+		assert_int_equal(rc_query(&keep, &info), 0);
+		if (info.clients == 1)
+			break;
+		usleep(2000);
+	}
+	assert_int_equal(info.clients, 1);
+	assert_int_equal(info.used_bytes, 64);
+	assert_int_equal(info.objects_created, 0);
+	assert_int_equal(rc_count_fds(st.pid), fds0);
+	assert_int_equal(rc_release(&keep, 1), -ENOENT);
+	rc_close(&keep);
+	fprintf(stderr, "%d connect/disconnect cycles: fds and bytes back to baseline\n", cycles);
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
+static void test_fd_exhaustion(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct rc_conn conns[64];
+	struct rlimit old, low;
+	struct rc_store st;
+	int i, n = 0, refused = 0, rc;
+	long t0, t1;
+
+	(void)state;
+	/* The store inherits a limit of 24 fds: ~9 for itself, the rest for clients. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 24;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	rc = rc_store_start(&st, args);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, 0);
+	for (i = 0; i < 64; i++) {
+		if (rc_connect(&conns[n], st.sock) == 0)
+			n++;
+		else
+			refused++;
+	}
+	assert_true(n > 0);
+	assert_true(refused > 0);
+	/* Full: a refused client must not make the store spin. Keep one connection
+	 * pending in the backlog while measuring. */
+	{
+		struct rc_conn pending;
+
+		assert_int_equal(rc_connect_raw(&pending, st.sock), 0);
+		t0 = cpu_ticks(st.pid);
+		usleep(500000);
+		t1 = cpu_ticks(st.pid);
+		rc_close(&pending);
+	}
+	fprintf(stderr,
+		"fd limit: %d clients admitted, %d refused; store CPU while full: %ld ticks "
+		"in 0.5 s\n",
+		n, refused, t1 - t0);
+	assert_true(t1 - t0 <= 10); /* <= 0.1 s of 0.5 s, with slack for a loaded machine */
+	/* Existing clients keep working. */
+	for (i = 0; i < n; i++) {
+		assert_int_equal(rc_put(&conns[i], 100 + (uint64_t)i, 64, i), 0);
+		assert_int_equal(rc_delete(&conns[i], 100 + (uint64_t)i), 0);
+	}
+	/* Free some fds: new clients are accepted again. */
+	for (i = 0; i < n; i++)
+		rc_close(&conns[i]);
+	for (i = 0; i < 100; i++) {
+		struct coffer_store_info info;
+
+		if (rc_query_path(st.sock, &info) == 0 && info.clients == 1)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(rc_connect(&conns[0], st.sock), 0);
+	assert_int_equal(rc_put(&conns[0], 1, 64, 1), 0);
+	rc_close(&conns[0]);
+	assert_true(rc_store_alive(&st));
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
+static void test_idle_cpu(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_req r;
+	struct coffer_rep rep;
+	struct rc_store st;
+	struct rc_conn c;
+	struct rc_chan ch;
+	long t0, t1;
+
+	(void)state;
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&c, st.sock), 0);
+	assert_int_equal(rc_chan_open(&c, &ch, 64), 0);
+	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
+	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
+	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
+	usleep(100000);
+	t0 = cpu_ticks(st.pid);
+	usleep(1000000);
+	t1 = cpu_ticks(st.pid);
+	fprintf(stderr, "idle store with an open channel: %ld ticks of CPU in 1 s\n", t1 - t0);
+	assert_true(t1 - t0 <= 3);
+	/* It still wakes for the ring (doorbell rung because the store sleeps). */
+	assert_int_equal(__atomic_load_n(&ch.shm->req.consumer_sleeping, __ATOMIC_RELAXED), 1);
+	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
+	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
+	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(rc_chan_close(&ch), 0);
+	rc_close(&c);
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_connect_cycles),
+	    cmocka_unit_test(test_fd_exhaustion),
+	    cmocka_unit_test(test_idle_cpu),
+	};
+
+	if (argc > 1)
+		cycles = atoi(argv[1]);
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
