@@ -491,6 +491,8 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 
 	memcpy(&req, body, sizeof(req));
 	if (nfds != 1) {
+		while (nfds > 0)
+			close(fds[--nfds]);
 		send_error(st, s, -EINVAL, 0, "CHANNEL_OPEN needs exactly one eventfd");
 		return;
 	}

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -731,6 +732,11 @@ static int hugepages_free(void)
 	return v;
 }
 
+static int mount_hugetlbfs(const char *dir)
+{
+	return mount("none", dir, "hugetlbfs", 0, NULL);
+}
+
 static void test_hugepages(void **state)
 {
 	static const char *const args[] = {"-m", "8M", "--hugepages=on", NULL};
@@ -760,6 +766,38 @@ static void test_hugepages(void **state)
 	assert_int_equal(rc_store_stop(&st), 0);
 }
 
+static void test_hugetlbfs_dir(void **state)
+{
+	char mnt[] = "/tmp/coffer-hugetlbfs-XXXXXX";
+	const char *args[] = {"-m", "4M", "-d", mnt, NULL};
+	struct coffer_store_info info;
+	struct rc_store st;
+	int rc;
+
+	(void)state;
+	if (geteuid() != 0 || hugepages_free() < 4) {
+		fprintf(stderr, "skip: needs root (to mount hugetlbfs) and 4 free hugepages\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(mnt));
+	if (mount_hugetlbfs(mnt) != 0) {
+		rmdir(mnt);
+		fprintf(stderr, "skip: cannot mount hugetlbfs on %s\n", mnt);
+		skip();
+	}
+	rc = rc_store_start(&st, args);
+	if (rc == 0) {
+		rc = rc_query_path(st.sock, &info);
+		if (rc == 0)
+			rc = info.hugepages == 1 && info.capacity_bytes == 4 * MiB ? 0 : -1;
+		if (rc_store_stop(&st) != 0)
+			rc = -2;
+	}
+	umount(mnt);
+	rmdir(mnt);
+	assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -785,6 +823,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_other_uid_refused),
 	    cmocka_unit_test(test_hugepages),
+	    cmocka_unit_test(test_hugetlbfs_dir),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
