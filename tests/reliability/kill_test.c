@@ -101,6 +101,10 @@ struct ctl {
 static unsigned int g_rounds = 200;
 static uint64_t g_seed;
 static const char *g_store_exe;
+/* The running test's state, for the teardown after a failed assertion: never leave a worker,
+ * a victim or the store running. */
+static struct run *g_run;
+static pid_t g_victim;
 
 struct perm {
 	uint64_t id, size;
@@ -628,6 +632,7 @@ static void run_round(struct run *r, unsigned int round, uint64_t *s)
 	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
 	pid = fork();
 	assert_true(pid >= 0);
+	g_victim = pid;
 	if (pid == 0) {
 		close(pfd[0]);
 		alarm(30); /* a victim that hangs dies with SIGALRM: the round fails */
@@ -647,6 +652,7 @@ static void run_round(struct run *r, unsigned int round, uint64_t *s)
 	}
 	close(pfd[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	g_victim = 0;
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
 		fail_msg("round %u (%s): victim ended with %s %d, not SIGKILL", round,
 			 scenario_name[sc], WIFEXITED(status) ? "exit status" : "signal",
@@ -675,6 +681,7 @@ static void test_kill_rounds(void **state)
 	r = calloc(1, sizeof(*r));
 	assert_non_null(r);
 	r->fd_base = -1;
+	g_run = r;
 	r->ctl =
 	    mmap(NULL, sizeof(*r->ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(r->ctl != MAP_FAILED);
@@ -729,6 +736,7 @@ static void test_kill_rounds(void **state)
 	__atomic_store_n(&r->ctl->stop, 1, __ATOMIC_RELEASE);
 	for (w = 0; w < WORKERS; w++) {
 		assert_int_equal(waitpid(r->workers[w], &status, 0), r->workers[w]);
+		r->workers[w] = 0;
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			fail_msg("worker %d failed: %s", w, r->ctl->msg);
 	}
@@ -752,11 +760,34 @@ static void test_kill_rounds(void **state)
 	assert_int_equal(rc_store_stop(&r->st), 0);
 	munmap(r->ctl, sizeof(*r->ctl));
 	free(r);
+	g_run = NULL;
+}
+
+static int teardown(void **state)
+{
+	int w, status;
+
+	(void)state;
+	if (g_victim > 0) {
+		kill(g_victim, SIGKILL);
+		waitpid(g_victim, &status, 0);
+	}
+	if (g_run != NULL) {
+		for (w = 0; w < WORKERS; w++)
+			if (g_run->workers[w] > 0) {
+				kill(g_run->workers[w], SIGKILL);
+				waitpid(g_run->workers[w], &status, 0);
+			}
+		if (g_run->st.pid > 0)
+			(void)rc_store_stop(&g_run->st);
+		g_run = NULL; /* the failed test's memory is left to the process exit */
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill_rounds)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_kill_rounds, teardown)};
 	const char *env = getenv("REL_KILL_ROUNDS");
 
 	g_store_exe = getenv("COFFER_STORE_EXE");
