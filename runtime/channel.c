@@ -200,6 +200,11 @@ static bool chan_publish_locked(struct coffer__chan *ch)
 {
 	if (ch->prod == ch->published)
 		return false;
+	/* The store (another process) orders our requests before its replies to anyone, e.g.
+	 * a release here before another thread's create gets the freed memory. ThreadSanitizer
+	 * cannot see that: model it as release (here) / acquire (on every reply) on the arena.
+	 * This may hide races between threads, never invent them. */
+	coffer__tsan_release(ch->conn->seg);
 	/* Release: the entries written above become visible before prod (pairs with the
 	 * store's acquire load of req.prod). */
 	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
@@ -336,6 +341,7 @@ static int chan_reap(struct coffer__chan *ch)
 		/* Acquire: the store's reply entries are visible before we read them (pairs with
 		 * its release store of rep.prod). */
 		prod = __atomic_load_n(&ch->shm->rep.prod, __ATOMIC_ACQUIRE);
+		coffer__tsan_acquire(ch->conn->seg); /* see chan_publish_locked() */
 		if (!coffer__ring_ok(prod, cons, ch->entries)) {
 			violation = true;
 			coffer__spin_unlock(&ch->reap);

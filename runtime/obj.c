@@ -8,11 +8,13 @@
  * Object handles are local: coffer_obj_open() inserts a small record (ObjectID + connection
  * cookie) into the process handle hash under COFFER_HTYPE_OBJ and does no IPC; the store
  * learns about an object only when an operation runs. Records come from a per-thread cache
- * refilled from a process-wide lock-free stack (ck_stack: push_upmc by the RCU callback
- * that frees a record, batch_pop_upmc (one atomic exchange, no ABA) by a thread whose cache
- * is empty), so an open/close loop on many threads never touches malloc's locks after
- * warm-up and frees made by the call_rcu worker flow back to the threads that open.
- * Records are never returned to malloc: memory is bounded by the peak number of handles.
+ * refilled from a process-wide lock-free stack (a Treiber push by the RCU callback that
+ * frees a record; a thread whose cache is empty takes the whole stack with one atomic
+ * exchange, so there is no single-node pop and no ABA problem; ck_stack's push_upmc /
+ * batch_pop_upmc, written with C11 atomics so ThreadSanitizer sees them), so an open/close loop on
+ * many threads never touches malloc's locks after warm-up and frees made by the call_rcu worker
+ * flow back to the threads that open. Records are never returned to malloc: memory is bounded by
+ * the peak number of handles.
  *
  * Operations resolve the object handle and the connection inside one RCU read-side section
  * with lookups that write no shared cache line (no refcount traffic), copy the ObjectID and
@@ -37,8 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ck_stack.h>
-
 #include "eventq/event_internal.h"
 #include "runtime/client.h"
 #include "runtime/rcu.h"
@@ -47,32 +47,51 @@ struct obj_rec {
 	struct coffer_hlink link;
 	struct coffer_oid oid;
 	coffer_handle_t connh;
-	ck_stack_entry_t fentry; /* free-list link while cached */
+	struct obj_rec *fnext; /* free-list link while cached */
 };
 
 #define REC_OF_LINK(l) ((struct obj_rec *)((char *)(l)-offsetof(struct obj_rec, link)))
 
 /* ---- record cache ---------------------------------------------------------------------- */
 
-static ck_stack_t g_free_recs = CK_STACK_INITIALIZER;
+/* Records freed by RCU callbacks, for any thread to take. */
+static _Atomic(struct obj_rec *) g_free_recs;
 
 /* Per-thread cache (a chain taken from g_free_recs in one exchange). */
-static __thread ck_stack_entry_t *t_recs;
+static __thread struct obj_rec *t_recs;
 static __thread bool t_recs_key_set;
 
 static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_recs_key;
 static pthread_key_t g_ctx_key;
 
+static void recs_push(struct obj_rec *r)
+{
+	struct obj_rec *old = atomic_load_explicit(&g_free_recs, memory_order_relaxed);
+
+	do
+		r->fnext = old;
+	/* Release: the record's last uses happen-before its reuse by whoever takes it (pairs
+	 * with the acquire exchange in recs_take()). */
+	while (!atomic_compare_exchange_weak_explicit(&g_free_recs, &old, r, memory_order_release,
+						      memory_order_relaxed));
+}
+
+static struct obj_rec *recs_take(void)
+{
+	/* Acquire: pairs with the release CAS in recs_push(). */
+	return atomic_exchange_explicit(&g_free_recs, NULL, memory_order_acquire);
+}
+
 static void recs_thread_exit(void *arg)
 {
 	(void)arg;
 	/* Hand the rest of this thread's cache back to everyone. */
 	while (t_recs) {
-		ck_stack_entry_t *e = t_recs;
+		struct obj_rec *r = t_recs;
 
-		t_recs = e->next;
-		ck_stack_push_upmc(&g_free_recs, e);
+		t_recs = r->fnext;
+		recs_push(r);
 	}
 }
 
@@ -86,27 +105,25 @@ static void keys_once(void)
 
 static void rec_free(struct coffer_hlink *link)
 {
-	struct obj_rec *r = REC_OF_LINK(link);
-
 	coffer__rcu_gp_acquire();
-	ck_stack_push_upmc(&g_free_recs, &r->fentry);
+	recs_push(REC_OF_LINK(link));
 }
 
 static struct obj_rec *rec_alloc(void)
 {
-	ck_stack_entry_t *e = t_recs;
+	struct obj_rec *r = t_recs;
 
-	if (!e) {
-		e = ck_stack_batch_pop_upmc(&g_free_recs);
-		if (e && !t_recs_key_set) {
+	if (!r) {
+		r = recs_take();
+		if (r && !t_recs_key_set) {
 			pthread_once(&g_keys_once, keys_once);
 			pthread_setspecific(g_recs_key, (void *)1);
 			t_recs_key_set = true;
 		}
 	}
-	if (e) {
-		t_recs = e->next;
-		return (struct obj_rec *)((char *)e - offsetof(struct obj_rec, fentry));
+	if (r) {
+		t_recs = r->fnext;
+		return r;
 	}
 	return malloc(sizeof(struct obj_rec));
 }
@@ -114,19 +131,19 @@ static struct obj_rec *rec_alloc(void)
 /* Frees what is cached when the library is unloaded or the process exits normally. */
 __attribute__((destructor)) static void recs_cleanup(void)
 {
-	ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&g_free_recs);
+	struct obj_rec *r = recs_take();
 
 	while (t_recs) {
-		ck_stack_entry_t *x = t_recs;
+		struct obj_rec *x = t_recs;
 
-		t_recs = x->next;
-		free((char *)x - offsetof(struct obj_rec, fentry));
+		t_recs = x->fnext;
+		free(x);
 	}
-	while (e) {
-		ck_stack_entry_t *x = e;
+	while (r) {
+		struct obj_rec *x = r;
 
-		e = e->next;
-		free((char *)x - offsetof(struct obj_rec, fentry));
+		r = r->fnext;
+		free(x);
 	}
 }
 
@@ -363,8 +380,8 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 	rc = coffer_hhash_insert(hh, &r->link, COFFER_HTYPE_OBJ, oh);
 	if (rc < 0) {
 		/* never published: straight back to this thread's cache */
-		r->fentry.next = t_recs;
-		t_recs = &r->fentry;
+		r->fnext = t_recs;
+		t_recs = r;
 	}
 	return rc;
 }
