@@ -63,6 +63,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/rcu.h"
@@ -76,6 +77,13 @@
 #define CHAN_RING_ENTRIES 512u
 /* Replies handled per reap round before events are completed outside the reap lock. */
 #define CHAN_REAP_CHUNK 64u
+/*
+ * Default busy-poll before sleeping, in microseconds (COFFER_POLL_SPIN_US overrides). 0:
+ * measured on a loaded 2-core host, a 20 us spin made batch-1 round trips 4x slower (the
+ * spinning poller took the core the store needed); with a spare core it made get+release
+ * at batch 1 up to 6x faster. Opt in where cores are free.
+ */
+#define CHAN_SPIN_US_DEFAULT 0u
 
 enum { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_PENDING = 2 };
 
@@ -239,7 +247,8 @@ static void chan_free_slots(struct coffer__chan *ch, const uint32_t *idx, unsign
 	coffer__spin_lock(&ch->submit);
 	for (i = 0; i < n; i++)
 		ch->free[ch->nfree++] = idx[i];
-	ch->inflight -= n;
+	/* relaxed atomic store: chanv_spin() reads it without the lock, as a hint */
+	__atomic_store_n(&ch->inflight, ch->inflight - n, __ATOMIC_RELAXED);
 	coffer__spin_unlock(&ch->submit);
 }
 
@@ -483,14 +492,87 @@ static void binding_disarm(void *arg)
  * requests back forever), ask the store to ring our doorbell, then re-check the reply rings.
  * While sleepers > 0 every submit publishes at once (nobody else would).
  */
+/* Busy-poll budget before a poller sleeps (COFFER_POLL_SPIN_US, read once). */
+static uint64_t g_spin_ns;
+static pthread_once_t g_spin_once = PTHREAD_ONCE_INIT;
+
+static void spin_once(void)
+{
+	const char *e = getenv("COFFER_POLL_SPIN_US");
+	char *end;
+	unsigned long v;
+
+	g_spin_ns = CHAN_SPIN_US_DEFAULT * 1000ull;
+	if (e && *e) {
+		v = strtoul(e, &end, 10);
+		if (!*end && v <= 1000000)
+			g_spin_ns = v * 1000ull;
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* True when a reply ring of @v has entries not consumed yet. Relaxed: only a hint; the
+ * reaper re-reads prod with acquire. */
+static bool chanv_has_replies(const struct coffer__chanv *v)
+{
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		const struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked && __atomic_load_n(&ch->shm->rep.prod, __ATOMIC_RELAXED) !=
+				       atomic_load_explicit(&ch->rep_cons, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+/* Spins up to the budget while requests are out; true when replies arrived. */
+static bool chanv_spin(const struct coffer__chanv *v)
+{
+	uint64_t deadline;
+	bool inflight = false;
+
+	pthread_once(&g_spin_once, spin_once);
+	if (!g_spin_ns)
+		return false;
+	for (unsigned int i = 0; v && i < v->n; i++)
+		if (!v->v[i]->forked && __atomic_load_n(&v->v[i]->inflight, __ATOMIC_RELAXED))
+			inflight = true;
+	if (!inflight)
+		return false;
+	deadline = now_ns() + g_spin_ns;
+	do {
+		for (int k = 0; k < 64; k++) {
+			if (chanv_has_replies(v))
+				return true;
+			coffer__cpu_relax();
+		}
+	} while (now_ns() < deadline);
+	return false;
+}
+
 static int binding_arm(void *arg)
 {
 	struct chan_binding *b = arg;
 	struct coffer__chanv *v;
+	bool spun;
 	int work = 0;
 
 	coffer__rcu_read_lock();
 	v = atomic_load_explicit(&b->chans, memory_order_acquire);
+	/* Publish first, so that the store works while we spin. */
+	for (unsigned int i = 0; v && i < v->n; i++)
+		if (!v->v[i]->forked)
+			chan_publish(v->v[i]);
+	/* A reply usually comes back within a few microseconds when the store is awake:
+	 * spinning that long is cheaper than a sleep and a doorbell on both sides. */
+	spun = chanv_spin(v);
 	for (unsigned int i = 0; v && i < v->n; i++) {
 		struct coffer__chan *ch = v->v[i];
 		bool bell;
@@ -499,11 +581,18 @@ static int binding_arm(void *arg)
 			continue;
 		coffer__spin_lock(&ch->submit);
 		bell = !ch->dead && chan_publish_locked(ch);
-		if (ch->sleepers++ == 0)
+		/* Counted even when the spin found replies: eventq calls disarm() after every
+		 * arm(), which undoes this. The store is asked to ring only if we may sleep. */
+		ch->sleepers++;
+		if (!spun)
 			__atomic_store_n(&ch->shm->rep.consumer_sleeping, 1, __ATOMIC_RELAXED);
 		coffer__spin_unlock(&ch->submit);
 		if (bell)
 			chan_ring_bell(ch->store_bell);
+	}
+	if (spun) {
+		coffer__rcu_read_unlock();
+		return 1;
 	}
 	/* Dekker (proto.h): consumer_sleeping = 1 before re-reading rep.prod; pairs with the
 	 * store's fence between publishing rep.prod and reading consumer_sleeping. */
@@ -942,7 +1031,7 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 					      memory_order_relaxed);
 			ch->slots[idx[i]].gen++;
 		}
-		ch->inflight += n;
+		__atomic_store_n(&ch->inflight, ch->inflight + n, __ATOMIC_RELAXED);
 	}
 	coffer__spin_unlock(&ch->submit);
 	if (rc < 0) {
