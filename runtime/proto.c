@@ -236,9 +236,21 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 		}
 	}
 	if (overflow || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		int probe;
+
 		while (got > 0)
 			close(fds[--got]);
-		return -EMSGSIZE;
+		if (overflow || (msg.msg_flags & MSG_TRUNC))
+			return -EMSGSIZE;
+		/* Control data truncated with the payload intact: either the sender passed
+		 * more fds than our buffer holds, or the kernel could not install them
+		 * because this process is at its fd limit. Tell the two apart. */
+		probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+		if (probe >= 0) {
+			close(probe);
+			return -EMSGSIZE;
+		}
+		return errno == EMFILE || errno == ENFILE ? -EMFILE : -EMSGSIZE;
 	}
 	*nfds = got;
 	if (n == 0 && got > 0) {

@@ -125,7 +125,9 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
  *
  * On any error every received fd is closed (so a caller never leaks them).
  * Return: bytes received (> 0); 0 at end of stream (peer closed); -EAGAIN; -EMSGSIZE
- * (message or control data truncated, or more fds than @maxfds); other -errno.
+ * (message or control data truncated, or more fds than @maxfds); -EMFILE (the message was
+ * consumed but the kernel could not install its fds: this process is at its fd limit; the
+ * message itself is lost, answer it with a non-fatal error); other -errno.
  * Context: any thread.
  */
 long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,

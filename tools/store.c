@@ -663,6 +663,13 @@ static void sess_read(struct store *st, struct sess *s)
 
 		if (n == -EAGAIN)
 			return;
+		if (n == -EMFILE) {
+			/* Its fds (a CHANNEL_OPEN doorbell) were dropped by the kernel: out of
+			 * fds here, not the client's fault. The message is lost; say so. */
+			send_error(st, s, -EMFILE, 0,
+				   "store out of file descriptors: message with fds dropped");
+			continue;
+		}
 		if (n == -EMSGSIZE) {
 			send_error(st, s, -EPROTO, 1, "message too large or too many fds");
 			return;
