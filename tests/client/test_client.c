@@ -938,6 +938,86 @@ static void test_disconnect_releases(void **state)
 	expect_handles_closed(t);
 }
 
+/* ---- a thread exits with requests in flight ---------------------------------------------- */
+
+struct exiter {
+	coffer_handle_t conn, eq;
+	struct coffer_event *ev;
+	const void **rd;
+	unsigned int n;
+	int rc;
+};
+
+static void *exiter_main(void *arg)
+{
+	struct exiter *x = arg;
+	struct coffer_oid oid;
+	coffer_handle_t oh;
+
+	make_oid(&oid, 10, 1);
+	x->rc = coffer_obj_open(x->conn, &oid, 0, &oh);
+	for (unsigned int i = 0; x->rc == 0 && i < x->n; i++)
+		x->rc = coffer_obj_get(oh, -1, &x->rd[i], NULL, &x->ev[i]);
+	/* a blocking call too, so that this thread owns a hidden EQ and channel */
+	if (x->rc == 0) {
+		bool present = true;
+
+		x->rc = coffer_obj_contains(x->conn, &oid, &present, NULL);
+		if (x->rc == 0 && present)
+			x->rc = -EEXIST;
+	}
+	if (x->rc == 0)
+		x->rc = coffer_obj_close(oh);
+	return NULL; /* exits with n gets in flight, unpublished ones included */
+}
+
+static void test_thread_exit_inflight(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 20 };
+	struct coffer_event ev[N], *done[N];
+	const void *rd[N];
+	struct exiter x = {.ev = ev, .rd = rd, .n = N};
+	coffer_handle_t oh;
+	struct coffer_oid oid;
+	pthread_t tid;
+	void *wr;
+	int got = 0;
+
+	make_oid(&oid, 10, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &x.conn), 0);
+	assert_int_equal(coffer_eq_create(&x.eq), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_event_init(&ev[i], x.eq, NULL), 0);
+	assert_int_equal(pthread_create(&tid, NULL, exiter_main, &x), 0);
+	pthread_join(tid, NULL);
+	assert_int_equal(x.rc, 0);
+	/* the EQ's other users still get every completion once the object appears */
+	assert_int_equal(coffer_obj_open(x.conn, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_obj_create(oh, 256, 0, &wr, NULL), 0);
+	fill(wr, 256, 10);
+	assert_int_equal(coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL), 0);
+	while (got < N) {
+		int n = coffer_eq_poll(x.eq, 1, 5000000, N, done);
+
+		assert_true(n > 0);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(done[k]->ev_error, 0);
+		got += n;
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(check(rd[i], 256, 10));
+		assert_int_equal(coffer_obj_release(oh, NULL), 0);
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	}
+	assert_int_equal(coffer_obj_delete(x.conn, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_eq_destroy(x.eq, 0), 0);
+	assert_int_equal(coffer_disconnect(x.conn), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -945,6 +1025,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
