@@ -90,6 +90,7 @@ struct coffer__ot {
 	struct waiter **heap;
 	size_t nheap, heapcap, nwaiters;
 	uint64_t ncreated, nsealed, evictions, evicted_bytes;
+	uint64_t max_objects; /* bounds the store's private memory: max(capacity / 64, 65536) */
 	coffer__ot_deliver_fn deliver;
 	void *ctx;
 };
@@ -508,6 +509,23 @@ static int add_waiter(struct coffer__ot *ot, struct coffer__owner *ow, struct en
 
 /* ---- allocation with eviction ---- */
 
+/* Evict the least recently used evictable object. Return: false when there is none. */
+static bool evict_one(struct coffer__ot *ot)
+{
+	struct obj *o;
+	struct entry *e;
+
+	if (coffer__dl_empty(&ot->lru))
+		return false;
+	o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
+	e = o->e;
+	ot->evictions++;
+	ot->evicted_bytes += o->size;
+	detach_cur(ot, e, true);
+	entry_maybe_free(ot, e);
+	return true;
+}
+
 static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__ablk **blk)
 {
 	uint64_t need = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
@@ -518,16 +536,8 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 	/* Evict only if it can help: free + evictable bytes must cover the request. */
 	if (ot->arena.capacity - ot->arena.used + ot->evictable_bytes < need)
 		return -ENOMEM;
-	while (rc == -ENOMEM && !coffer__dl_empty(&ot->lru)) {
-		struct obj *o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
-		struct entry *e = o->e;
-
-		ot->evictions++;
-		ot->evicted_bytes += o->size;
-		detach_cur(ot, e, true);
-		entry_maybe_free(ot, e);
+	while (rc == -ENOMEM && evict_one(ot))
 		rc = coffer__arena_alloc(&ot->arena, size, blk);
-	}
 	return rc;
 }
 
@@ -550,6 +560,11 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 	}
 	if (req->size > ot->arena.capacity)
 		return -E2BIG;
+	/* 0-byte objects take no arena space; the object count bounds the store's own
+	 * memory instead (evicting like a full arena would). */
+	while (ot->ncreated + ot->nsealed >= ot->max_objects)
+		if (!evict_one(ot))
+			return -ENOMEM;
 	o = calloc(1, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
@@ -860,6 +875,9 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		ot->seed[1] = (uint64_t)(uintptr_t)ot;
 	}
 	coffer__dl_init(&ot->lru);
+	ot->max_objects = ot->arena.capacity / COFFER_ARENA_ALIGN;
+	if (ot->max_objects < 65536)
+		ot->max_objects = 65536;
 	ot->segment = segment;
 	ot->deliver = deliver;
 	ot->ctx = ctx;

@@ -384,6 +384,39 @@ static void test_pinned_full_enomem_and_e2big(void **state)
 	assert_int_equal(used(f), 0);
 }
 
+static void test_zero_byte_objects_are_bounded(void **state)
+{
+	struct fx *f = *state;
+	static struct coffer_req r[256];
+	static struct coffer_rep rep[256];
+	struct coffer_store_info info;
+	uint64_t id = 1, i;
+
+	/* 0-byte objects take no arena bytes; the store bounds their number instead
+	 * (max(capacity / 64, 65536)) and evicts the least recently used past it. */
+	while (id <= 65536) {
+		for (i = 0; i < 128; i++) {
+			rc_req_init(&f->a, &r[2 * i], COFFER_OP_CREATE, 10000000 + id + i);
+			rc_req_init(&f->a, &r[2 * i + 1], COFFER_OP_SEAL, 10000000 + id + i);
+			r[2 * i + 1].flags = COFFER_SEAL_RELEASE;
+		}
+		assert_int_equal(rc_batch(&f->a, r, 256, rep, 256, 5000), 256);
+		for (i = 0; i < 256; i++)
+			assert_int_equal(rep[i].status, 0);
+		id += 128;
+	}
+	assert_int_equal(rc_query(&f->a, &info), 0);
+	assert_int_equal(info.objects_sealed, 65536);
+	assert_int_equal(info.evictions, 0);
+	assert_int_equal(rc_put(&f->a, 5, 0, 0), 0);
+	assert_int_equal(rc_query(&f->a, &info), 0);
+	assert_int_equal(info.objects_sealed, 65536);
+	assert_int_equal(info.evictions, 1);
+	assert_int_equal(rc_contains(&f->a, 10000000 + 1), 0); /* the oldest went */
+	assert_int_equal(rc_contains(&f->a, 10000000 + 2), 1);
+	assert_int_equal(info.used_bytes, 0);
+}
+
 /* ------------------------------------------------------------------ clients dying */
 
 /* Child: connect, create X unsealed, put+hold Y, get Z forever, report, sleep. */
@@ -813,6 +846,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
 	    cmocka_unit_test_setup_teardown(test_pinned_full_enomem_and_e2big, setup1m, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_byte_objects_are_bounded, setup1m, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_killed, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_ring_path, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_backpressure, setup16, teardown),
