@@ -699,6 +699,27 @@ static int binding_detach_locked(struct coffer__chan *ch, struct coffer__chanv *
 	return 0;
 }
 
+void coffer__chan_release_bindings(void)
+{
+	struct chan_binding **pp = &g_bindings;
+
+	pthread_mutex_lock(&coffer__client_lock);
+	while (*pp) {
+		struct chan_binding *b = *pp;
+
+		if (atomic_load_explicit(&b->chans, memory_order_relaxed) != NULL) {
+			pp = &b->next;
+			continue;
+		}
+		*pp = b->next;
+		/* Detaching waits until no poller is inside the hook (eventq's grace period). */
+		if (eq_alive(b->eqh))
+			(void)coffer__eq_set_progress(b->eqh, NULL);
+		free(b);
+	}
+	pthread_mutex_unlock(&coffer__client_lock);
+}
+
 /* ---- open / close ------------------------------------------------------------------- */
 
 static void chan_unmap(struct coffer__chan *ch)

@@ -132,6 +132,9 @@ struct coffer__reqd {
 int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk);
 
+/* Frees every EQ binding that has no channel left (detaching its hook from a live EQ).
+ * Context: not inside an RCU read-side section; waits for a grace period. */
+void coffer__chan_release_bindings(void);
 /* Publishes every unpublished request of every channel of @conn (coffer_flush()). */
 void coffer__conn_flush_channels(struct coffer__conn *conn);
 /* Completes every pending request of @conn's channels with @err; the peer is gone. */

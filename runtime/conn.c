@@ -515,7 +515,10 @@ err_fini:
  * reference this connection held and aborts its unsealed objects. Object handles opened on
  * it stay valid as local records (close them with coffer_obj_close()); every operation on
  * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
- * this call (the arena is unmapped when the last connection to it is gone).
+ * this call (the arena is unmapped when the last connection to it is gone). When this was
+ * the process's last connection, the runtime state kept for blocking calls of the calling
+ * thread and the EQ progress hooks are released too (EQs stay valid), so that a final
+ * coffer_fini() finds nothing of the connection layer left.
  *
  * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
  * connection handle, or the runtime is not initialised).
@@ -528,6 +531,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_hlink *link;
 	struct coffer__conn *conn, **pp;
+	bool last;
 	int zero = 0, rc;
 
 	if (!hh)
@@ -547,6 +551,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 			*pp = conn->gnext;
 			break;
 		}
+	last = g_conns == NULL;
 	pthread_mutex_unlock(&coffer__client_lock);
 
 	atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN, memory_order_relaxed,
@@ -559,6 +564,13 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	close(conn->stop_fd);
 	conn->sock = conn->stop_fd = -1;
 	coffer_hhash_putref(hh, link);
+	if (last) {
+		/* The process's last connection: leave nothing of ours behind for coffer_fini()
+		 * to find - this thread's hidden EQ of blocking calls (other threads' go at
+		 * their exit) and the EQ bindings, whose channels are all closed now. */
+		coffer__obj_thread_release();
+		coffer__chan_release_bindings();
+	}
 	coffer_fini();
 	return 0;
 }
