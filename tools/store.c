@@ -18,8 +18,8 @@
  * - Reply space is reserved when a request is taken: a request is taken only while
  *   (rep_prod - rep_cons) + waiting < entries, so a deferred get reply always finds a slot
  *   and the store never queues ring replies in its own memory (back-pressure instead).
- * - Fairness: each round takes at most `budget` requests per channel and at most 16 socket
- *   messages per client, round-robin over all channels.
+ * - Fairness: each round takes at most `budget` ring requests per client (over all its
+ *   channels) and at most 16 socket messages per client; the channel order rotates.
  * - Sleep: after activity the loop polls for spin_us, then sets every request ring's
  *   consumer_sleeping = 1, fences (seq_cst), re-checks every prod, and sleeps in
  *   epoll_wait (timeout = next get deadline). Clients ring the request doorbell (an eventfd
@@ -102,6 +102,7 @@ struct sess {
 	struct coffer__dl outq;
 	struct coffer_rep sock_reps[COFFER_MSG_BATCH_MAX];
 	unsigned int nsock_reps;
+	unsigned int budget_left; /* ring requests it may still have taken this round */
 	int dirty;
 	struct coffer__dl dirty_link, link;
 };
@@ -828,17 +829,34 @@ static void flush_dirty(struct store *st)
 	}
 }
 
+/*
+ * One round over every ring. Fairness is per client: each client may have at most `budget`
+ * requests taken per round, spread over its channels, so a client with many channels or a
+ * flooded ring cannot starve the others; the channel list rotates by one each round so no
+ * channel is always first.
+ */
 static unsigned int poll_rings(struct store *st)
 {
 	unsigned int work = 0;
 	struct coffer__dl *p;
 
+	if (coffer__dl_empty(&st->chans))
+		return 0;
+	for (p = st->chans.next; p != &st->chans; p = p->next)
+		COFFER_DL_ENTRY(p, struct chan, link)->s->budget_left = st->cfg->budget;
 	for (p = st->chans.next; p != &st->chans; p = p->next) {
 		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+		unsigned int n;
 
-		if (!c->s->doomed)
-			work += chan_drain(st, c, st->cfg->budget);
+		if (c->s->doomed || c->s->budget_left == 0)
+			continue;
+		n = chan_drain(st, c, c->s->budget_left);
+		c->s->budget_left -= n;
+		work += n;
 	}
+	p = st->chans.next;
+	coffer__dl_del(p);
+	coffer__dl_add_tail(&st->chans, p);
 	return work;
 }
 

@@ -16,7 +16,7 @@ struct coffer__store_cfg {
 	int hugepages;		 /* enum coffer__hp_mode */
 	mode_t socket_mode;	 /* --socket-mode, default 0600 */
 	unsigned int spin_us; /* busy-poll after activity before sleeping (COFFER_STORE_SPIN_US) */
-	unsigned int budget;  /* ring entries taken per channel per round */
+	unsigned int budget;  /* ring requests taken per client per round (fairness) */
 };
 
 /**
