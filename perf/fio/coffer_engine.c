@@ -139,6 +139,8 @@ struct cf_data {
 	struct cf_op *rel_all;	  /* every release event, through ->chain */
 	unsigned char *prefilled; /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
+	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
+	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
 static const char *cf_strerror(int err)
@@ -389,6 +391,14 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_rel_put(cd, op);
 		return;
 	}
+	if (cd->closing || !req->io_u) {
+		/* nobody waits for this io_u and its buffer is gone: drop the op. A created
+		 * replacement stays unsealed and dies with the connection; a read's reference
+		 * is dropped by the disconnect. */
+		cf_close_oh(op);
+		op->stage = CF_IDLE;
+		return;
+	}
 
 	switch (op->stage) {
 	case CF_W_CREATE:
@@ -499,7 +509,8 @@ static int cf_init(struct thread_data *td)
 	slots = cd->depth > CF_POLL_BATCH ? cd->depth : CF_POLL_BATCH;
 	cd->events = calloc(slots, sizeof(*cd->events));
 	cd->queued = calloc(cd->depth, sizeof(*cd->queued));
-	if (!cd->events || !cd->queued) {
+	cd->reqs = calloc(cd->depth, sizeof(*cd->reqs));
+	if (!cd->events || !cd->queued || !cd->reqs) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
 	}
@@ -536,20 +547,37 @@ static void cf_cleanup(struct thread_data *td)
 	struct cf_data *cd = td->io_ops_data;
 	const struct cf_options *o = td->eo;
 
+	bool quiet = true;
+
 	if (!cd)
 		return;
+	/* io_us fio never handed back (error path) are gone: finish their ops blind */
+	cd->closing = true;
 	if (cd->eq.cookie && (cd->running || cd->retry))
 		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
+	/* The forced destroy waits for whatever the drain gave up on: after it, no completion
+	 * can write into an event, so their memory may go. */
+	if (cd->eq.cookie)
+		quiet = coffer_eq_destroy(cd->eq, COFFER_EQ_FORCE) == 0;
 	while (cd->rel_all) {
 		struct cf_op *op = cd->rel_all;
 
 		cd->rel_all = op->chain;
 		cf_close_oh(op);
-		coffer_event_fini(&op->ev);
-		free(op);
+		if (coffer_event_fini(&op->ev) == 0 || quiet)
+			free(op);
 	}
-	if (cd->eq.cookie)
-		coffer_eq_destroy(cd->eq, COFFER_EQ_FORCE);
+	for (unsigned int i = 0; cd->reqs && i < cd->depth; i++) {
+		struct cf_req *req = cd->reqs[i];
+
+		if (!req)
+			continue;
+		if (req->io_u)
+			req->io_u->engine_data = NULL;
+		cf_close_oh(&req->op);
+		if (coffer_event_fini(&req->op.ev) == 0 || quiet)
+			free(req);
+	}
 	if (cd->conn.cookie)
 		coffer_disconnect(cd->conn);
 	if (cd->runtime_up)
@@ -557,6 +585,7 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->prefilled);
 	free(cd->events);
 	free(cd->queued);
+	free(cd->reqs);
 	free(cd);
 	td->io_ops_data = NULL;
 }
@@ -578,6 +607,8 @@ static int cf_io_u_init(struct thread_data *td, struct io_u *io_u)
 	req->op.kind = CF_KIND_IO;
 	req->io_u = io_u;
 	io_u->engine_data = req;
+	if (io_u->index < cd->depth)
+		cd->reqs[io_u->index] = req;
 	return 0;
 }
 
@@ -589,13 +620,21 @@ static void cf_io_u_free(struct thread_data *td, struct io_u *io_u)
 
 	if (!req)
 		return;
-	/* an io_u fio gave up on (error path) may still be in flight: reap it first */
-	if (cd && (req->op.stage != CF_IDLE || cd->retry))
+	/*
+	 * After an error fio frees only the io_us on its free list: io_us still in flight
+	 * never come here, and their buffers are freed after this loop. So reap everything at
+	 * the first call, while every io_u and buffer still exists.
+	 */
+	if (cd && (cd->running || cd->retry))
 		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
-	cf_close_oh(&req->op);
-	coffer_event_fini(&req->op.ev);
-	free(req);
 	io_u->engine_data = NULL;
+	req->io_u = NULL;
+	cf_close_oh(&req->op);
+	if (coffer_event_fini(&req->op.ev) < 0)
+		return; /* still in flight (the store did not answer): cleanup frees it */
+	if (cd && io_u->index < cd->depth && cd->reqs[io_u->index] == req)
+		cd->reqs[io_u->index] = NULL;
+	free(req);
 }
 
 static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)

@@ -16,6 +16,8 @@
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
 #   missing       a read of a never-written block fails with ENOENT by default, returns
 #                 zeros with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
+#                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
 #   overwrite     random writes over 16 blocks at iodepth 32 (so the same block is written
 #                 by several I/Os in flight at once: create -EEXIST, retried) finish
 #                 without errors, and every block is then readable
@@ -239,6 +241,42 @@ case_missing() {
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
 }
 
+case_store_dies() {
+	local rc t0 t1
+	local stat_bin
+	stat_bin=$(dirname "$store_bin")/coffer-stat
+	[ -x "$stat_bin" ] || skip "coffer-stat is not built"
+	start_store 256M
+	# kill the store once both jobs are connected and doing I/O (three clients: the two
+	# jobs and coffer-stat itself; then half a second more), or after 10 s regardless
+	(
+		for _ in $(seq 1 200); do
+			c=$("$stat_bin" -s "$sock" --json 2>/dev/null | jq -r '.clients // 0' 2>/dev/null)
+			[ "${c:-0}" -ge 3 ] && break
+			sleep 0.05
+		done
+		sleep 0.5
+		kill -KILL "$store_pid"
+	) &
+	t0=$(date +%s)
+	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" --name=sd \
+		--rw=randrw --bs=4k --size=16m --iodepth=32 --numjobs=2 --time_based=1 \
+		--runtime=20 --coffer_prefill=1 --output-format=json --output="$work/sd.json" \
+		>"$work/sd.log" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	wait
+	wait "$store_pid" 2>/dev/null
+	store_pid=""
+	[ "$rc" -ne 124 ] || fail "fio hung after the store died"
+	no_crash "$rc" "$work/sd.log"
+	[ "$rc" -ne 0 ] || fail "fio succeeded although the store died"
+	[ $((t1 - t0)) -lt 15 ] || fail "fio took $((t1 - t0))s to notice the store died"
+	[ "$(jq '[.jobs[].error] | map(select(. == 107)) | length' "$work/sd.json")" -eq 2 ] ||
+		fail "expected both jobs to fail with ENOTCONN (107): $(jq -c '[.jobs[].error]' "$work/sd.json")"
+	say "store killed: both jobs failed with ENOTCONN, fio exited $rc after $((t1 - t0))s"
+}
+
 case_overwrite() {
 	local rc
 	start_store 64M
@@ -263,6 +301,7 @@ case_overwrite() {
 case "$case_name" in
 exports) case_exports ;;
 overwrite) case_overwrite ;;
+store-dies) case_store_dies ;;
 enghelp) case_enghelp ;;
 verify-fork) case_verify_fork ;;
 verify-thread) case_verify_thread ;;
@@ -270,7 +309,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|store-dies" >&2
 	exit 2
 	;;
 esac
