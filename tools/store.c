@@ -100,7 +100,8 @@ struct sess {
 	uid_t uid;
 	struct chan *chans[COFFER_CHANNELS_MAX];
 	struct coffer__dl outq;
-	struct coffer_rep sock_reps[COFFER_MSG_BATCH_MAX];
+	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
+				       * batch is 8 KiB; most clients never wait on the socket) */
 	unsigned int nsock_reps;
 	unsigned int budget_left; /* ring requests it may still have taken this round */
 	int dirty;
@@ -291,6 +292,13 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	if (s->doomed)
 		return;
 	if (route == 0) {
+		if (s->sock_reps == NULL) {
+			s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
+			if (s->sock_reps == NULL) {
+				doom(s, "out of memory for a deferred reply");
+				return;
+			}
+		}
 		s->sock_reps[s->nsock_reps++] = *rep;
 		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
 			flush_sock_reps(st, s);
@@ -704,6 +712,7 @@ static void sess_kill(struct store *st, struct sess *s)
 	if (s->dirty)
 		coffer__dl_del(&s->dirty_link);
 	coffer__dl_del(&s->link);
+	free(s->sock_reps);
 	st->nclients--;
 	COFFER_LOG(COFFER_LOG_INFO, "client pid %d gone; %" PRIu64 " clients", (int)s->pid,
 		   st->nclients);
