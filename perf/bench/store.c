@@ -77,6 +77,7 @@ struct st_thread {
 	const void *rd[ST_MAX_BATCH];
 	uint64_t rsize[ST_MAX_BATCH];
 	uint64_t key[ST_MAX_BATCH];
+	uint8_t stage[ST_MAX_BATCH]; /* 0: first stage running, 1: second, 2: finished */
 	uint8_t *payload;
 	uint64_t errors;
 	int first_err;
@@ -168,15 +169,22 @@ static void st_fail(struct st_thread *ts, int err)
 		ts->first_err = err;
 }
 
-/* Polls until @n events of this thread completed; calls @cb on each. */
+/*
+ * Polls until the @n requests of this round went through both stages. A completion of a
+ * slot in its first stage runs @first (which launches the second stage on the same event);
+ * a completion in the second stage finishes the slot. The stage is tracked per slot: one
+ * poll can return first-stage and second-stage completions together.
+ */
 static void st_reap(struct bench_thread *t, unsigned int n,
-		    void (*cb)(struct bench_thread *t, unsigned int slot))
+		    bool (*first)(struct bench_thread *t, unsigned int slot))
 {
 	struct st_thread *ts = t->tls;
 	struct coffer_event *done[ST_MAX_BATCH];
-	unsigned int got = 0;
+	unsigned int finished = 0;
 
-	while (got < n) {
+	for (unsigned int i = 0; i < n; i++)
+		ts->stage[i] = 0;
+	while (finished < n) {
 		int k = coffer_eq_poll(ts->eq, 1, -1, ST_MAX_BATCH, done);
 
 		if (k < 0) {
@@ -186,18 +194,23 @@ static void st_reap(struct bench_thread *t, unsigned int n,
 		for (int i = 0; i < k; i++) {
 			unsigned int slot = (unsigned int)(done[i] - ts->ev);
 
-			if (slot >= ST_MAX_BATCH) {
-				st_fail(ts, -EPROTO);
+			if (slot >= n || ts->stage[slot] > 1) {
+				st_fail(ts, -EPROTO); /* not ours, or completed twice */
 				continue;
 			}
 			if (done[i]->ev_error != 0) {
 				st_fail(ts, done[i]->ev_error);
+				ts->stage[slot] = 2;
+				finished++;
 				continue;
 			}
-			if (cb)
-				cb(t, slot);
+			if (ts->stage[slot] == 0 && first(t, slot)) {
+				ts->stage[slot] = 1;
+				continue;
+			}
+			ts->stage[slot] = 2;
+			finished++;
 		}
-		got += (unsigned int)k;
 	}
 }
 
@@ -278,7 +291,8 @@ static int st_setup_keys(struct bench_thread *t)
 	return rc;
 }
 
-static void cs_created(struct bench_thread *t, unsigned int slot)
+/* Create completed: copy the payload in, launch the seal. Return: launched. */
+static bool cs_created(struct bench_thread *t, unsigned int slot)
 {
 	struct st_shared *sh = t->run->arg;
 	struct st_thread *ts = t->tls;
@@ -288,9 +302,11 @@ static void cs_created(struct bench_thread *t, unsigned int slot)
 	rc = coffer_obj_seal(ts->oh[ts->key[slot]], COFFER_SEAL_RELEASE, &ts->ev[slot]);
 	if (rc < 0)
 		st_fail(ts, rc);
+	return rc == 0;
 }
 
-static void gr_got(struct bench_thread *t, unsigned int slot)
+/* Get completed: check size and content, launch the release. Return: launched. */
+static bool gr_got(struct bench_thread *t, unsigned int slot)
 {
 	struct st_shared *sh = t->run->arg;
 	struct st_thread *ts = t->tls;
@@ -302,6 +318,7 @@ static void gr_got(struct bench_thread *t, unsigned int slot)
 	rc = coffer_obj_release(ts->oh[ts->key[slot]], &ts->ev[slot]);
 	if (rc < 0)
 		st_fail(ts, rc);
+	return rc == 0;
 }
 
 static void st_body(struct bench_thread *t)
@@ -334,7 +351,6 @@ static void st_body(struct bench_thread *t)
 		}
 		/* first stage: its completions launch the second stage on the same events */
 		st_reap(t, launched, sh->get_release ? gr_got : cs_created);
-		st_reap(t, launched, NULL);
 		if (launched == b && !ts->errors)
 			t->ops += b;
 		ts->cursor += b;
