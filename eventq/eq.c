@@ -446,7 +446,7 @@ void coffer__eq_put(struct coffer_eq *eq)
 static void eq_free(struct coffer_hlink *link)
 {
 	struct coffer_eq *eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
-
+	/* relaxed: unreachable now, after a grace period; nobody else touches the EQ */
 	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
 
 	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
@@ -548,6 +548,7 @@ static void eq_drain_running(struct coffer_eq *eq)
 /* Detach the hook (@dead: for good) and wait until no thread can still be inside it. */
 static void eq_detach(struct coffer_eq *eq, bool dead)
 {
+	/* relaxed: only the CAS's first guess */
 	struct coffer__eq_progress *old = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
 
 	do {
@@ -738,7 +739,8 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 		return rc;
 	if (p == NULL) {
 		eq_detach(eq, false);
-	} else if (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING) {
+	} else if (/* relaxed: early refusal; the dead sentinel decides a race */
+		   atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING) {
 		rc = -ENOENT;
 	} else if ((copy = malloc(sizeof(*copy))) == NULL) {
 		rc = -ENOMEM;
@@ -763,6 +765,7 @@ int coffer__eq_wake_fd(coffer_handle_t eqh)
 	rc = coffer__eq_get(eqh, &eq);
 	if (rc != 0)
 		return rc;
+	/* relaxed: a hint (a destroy may start right after, as with any lookup) */
 	rc = (atomic_load_explicit(&eq->eq_word, memory_order_relaxed) & COFFER__EQW_CLOSING)
 		 ? -ENOENT
 		 : eq->eq_fd;

@@ -67,6 +67,7 @@ static void ev_invalidate(struct coffer__evp *ep)
 	ep->ep_magic = 0;
 	ep->ep_self = NULL;
 	ep->ep_eq = NULL;
+	/* relaxed: init/fini run on an idle event that no other thread may touch */
 	atomic_store_explicit(&ep->ep_state, COFFER__EVS_READY, memory_order_relaxed);
 }
 
@@ -116,6 +117,7 @@ void coffer__ev_reaped(struct coffer__evp *ep)
 	struct coffer__evp *c;
 
 	/* We took the event out of the queue: nobody else touches it or its children now. */
+	/* relaxed, these three: published by the release store of READY below */
 	for (c = ep->ep_child_first; c != NULL; c = c->ep_sib_next)
 		atomic_store_explicit(&c->ep_state, COFFER__EVS_READY, memory_order_relaxed);
 	atomic_store_explicit(&ep->ep_holds, 1, memory_order_relaxed);
@@ -135,6 +137,7 @@ static int child_launch(struct coffer_event *ev, struct coffer__evp *ep)
 	/* acquire: pairs with the reaper's release of the parent (its resets of ep_holds) */
 	if (atomic_load_explicit(&parent->ep_state, memory_order_acquire) != COFFER__EVS_READY)
 		return -EBUSY; /* children are launched before their parent */
+	/* relaxed: a cheap early refusal; the CAS below decides */
 	if (atomic_load_explicit(&ep->ep_state, memory_order_relaxed) != COFFER__EVS_READY)
 		return -EBUSY;
 	/* relaxed: a hint; children are not counted on the EQ */
@@ -175,6 +178,7 @@ int coffer__event_launch(struct coffer_event *ev)
 	for (c = ep->ep_child_first; c != NULL; c = c->ep_sib_next) {
 		/* acquire: pairs with child_launch()'s release CAS (its ep_holds increment) */
 		if (atomic_load_explicit(&c->ep_state, memory_order_acquire) == COFFER__EVS_READY) {
+			/* relaxed: undo; the event is ours since the CAS above */
 			atomic_store_explicit(&ep->ep_state, COFFER__EVS_READY,
 					      memory_order_relaxed);
 			return -EINVAL; /* launch every child before the parent */
@@ -190,6 +194,7 @@ int coffer__event_launch(struct coffer_event *ev)
 		 * sleeper handshake like a completion does. */
 		atomic_fetch_sub_explicit(&eq->eq_word, 1, memory_order_seq_cst);
 		coffer__eq_wake_sleepers(eq);
+		/* relaxed: undo; the event is ours since the CAS above */
 		atomic_store_explicit(&ep->ep_state, COFFER__EVS_READY, memory_order_relaxed);
 		return -ENOENT;
 	}
@@ -243,6 +248,7 @@ COFFER_API int coffer_event_init(struct coffer_event *ev, coffer_handle_t eqh,
 		return -EINVAL;
 	ep = coffer__evp(ev);
 	if (coffer__evp_valid(ev)) {
+		/* acquire: pairs with the reaper's release of READY */
 		st = atomic_load_explicit(&ep->ep_state, memory_order_acquire);
 		if (st == COFFER__EVS_RUNNING || st == COFFER__EVS_OWN_DONE)
 			return -EBUSY;
