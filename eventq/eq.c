@@ -409,6 +409,10 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 	}
 	if (armed <= 0)
 		eq_drain(eq);
+	else
+		/* Work is pending but our progress() did not take it (another poller holds the
+		 * channel, whose hook trylocks): give that poller the core, do not spin. */
+		sched_yield();
 out:
 	/* relaxed: a stale count only costs a spare write(2) */
 	atomic_fetch_sub_explicit(&eq->eq_sleepers, 1, memory_order_relaxed);
