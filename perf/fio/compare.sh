@@ -205,6 +205,8 @@ coffer_prepass() {
 }
 
 echo "compare.sh: 4k random, size $size per job, ${runtime}s per run; engines ${engines[*]}"
+# Other processes skew every figure on a small machine: say how busy it was.
+echo "compare.sh: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$store_bin" ] && {
 	start_store
 	echo "compare.sh: coffer-store -m $store_size (pid $store_pid): $(tr '\n' ' ' <"$work/store.log" | cut -c1-160)"
@@ -240,6 +242,7 @@ awk -F, 'NR == 1 { next }
 		}
 	}' "$csv"
 echo
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 echo "targets (issue 8): coffer >= mmap, >= 2x psync, >= 0.5x null at the same rw and numjobs"
 echo "CSV: $csv"
 
