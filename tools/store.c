@@ -106,6 +106,8 @@ struct sess {
 	unsigned int budget_left; /* ring requests it may still have taken this round */
 	int dirty;
 	struct coffer__dl dirty_link, link;
+	struct coffer__dl doomed_link;	/* on the store's doomed list once doomed */
+	struct coffer__dl *doomed_list; /* the store's doomed list */
 };
 
 struct store {
@@ -119,17 +121,20 @@ struct store {
 	int stop;
 	int sleeping;
 	uint64_t nclients;
-	struct coffer__dl sessions, chans, dirty_chans, dirty_sess;
+	struct coffer__dl sessions, chans, dirty_chans, dirty_sess, doomed;
 	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
 };
 
 /* ---------------------------------------------------------------- sending */
 
+/* Mark a session for closing at the next safe point (reap()). */
 static void doom(struct sess *s, const char *why)
 {
-	if (!s->doomed)
-		COFFER_LOG(COFFER_LOG_INFO, "client pid %d: closing (%s)", (int)s->pid, why);
+	if (s->doomed)
+		return;
+	COFFER_LOG(COFFER_LOG_INFO, "client pid %d: closing (%s)", (int)s->pid, why);
 	s->doomed = 1;
+	coffer__dl_add_tail(s->doomed_list, &s->doomed_link);
 }
 
 static void set_events(struct store *st, struct sess *s)
@@ -724,12 +729,11 @@ static void reap(struct store *st)
 {
 	struct coffer__dl *p, *n;
 
-	for (p = st->sessions.next; p != &st->sessions; p = n) {
-		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
-
+	/* Only the doomed: the loop calls this every round, however many clients idle. */
+	for (p = st->doomed.next; p != &st->doomed; p = n) {
 		n = p->next;
-		if (s->doomed)
-			sess_kill(st, s);
+		coffer__dl_del(p);
+		sess_kill(st, COFFER_DL_ENTRY(p, struct sess, doomed_link));
 	}
 }
 
@@ -803,6 +807,8 @@ static void do_accept(struct store *st)
 		coffer__ot_owner_init(&s->owner);
 		coffer__dl_init(&s->outq);
 		coffer__dl_init(&s->dirty_link);
+		coffer__dl_init(&s->doomed_link);
+		s->doomed_list = &st->doomed;
 		ev.events = EPOLLIN;
 		ev.data.ptr = &s->kind;
 		if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -1038,7 +1044,7 @@ static void teardown(struct store *st)
 	struct coffer__dl *p;
 
 	for (p = st->sessions.next; p != &st->sessions; p = p->next)
-		COFFER_DL_ENTRY(p, struct sess, link)->doomed = 1;
+		doom(COFFER_DL_ENTRY(p, struct sess, link), "store stopping");
 	reap(st);
 	if (st->lfd >= 0) {
 		close(st->lfd);
@@ -1071,6 +1077,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	coffer__dl_init(&st->chans);
 	coffer__dl_init(&st->dirty_chans);
 	coffer__dl_init(&st->dirty_sess);
+	coffer__dl_init(&st->doomed);
 	if (setup(st) != 0) {
 		teardown(st);
 		free(st);
