@@ -898,6 +898,79 @@ static void test_detach_while_polling(void **state)
 	}
 }
 
+/* Destroy racing with launches: each launch either counts (and is drained or reaped) or
+ * fails with -ENOENT; after destroy returns, every launch fails. */
+struct race_launcher {
+	pthread_t tid;
+	struct coffer_event ev;
+	_Atomic int *destroyed;
+	_Atomic long launched;
+	int last_rc;
+	int bad;
+};
+
+static void *race_launcher_main(void *arg)
+{
+	struct race_launcher *rl = arg;
+	bool done;
+	int rc;
+
+	for (;;) {
+		int was_destroyed = atomic_load(rl->destroyed);
+
+		rc = coffer__event_launch(&rl->ev);
+		if (rc != 0) {
+			rl->last_rc = rc;
+			break;
+		}
+		if (was_destroyed)
+			rl->bad++; /* a launch succeeded after destroy returned */
+		rl->launched++;
+		coffer__event_complete(&rl->ev, 0);
+		do { /* reaped by us, or discarded by a forced destroy: READY either way */
+			if (coffer_event_test(&rl->ev, 0, &done) != 0)
+				rl->bad++;
+		} while (!done);
+	}
+	return NULL;
+}
+
+static void test_destroy_races_launch(void **state)
+{
+	struct race_launcher rl[2];
+	_Atomic int destroyed;
+	coffer_handle_t eqh;
+	int round, i, rc;
+
+	(void)state;
+	for (round = 0; round < 2; round++) { /* 0: plain destroy, retried on -EBUSY; 1: FORCE */
+		memset(rl, 0, sizeof(rl));
+		atomic_store(&destroyed, 0);
+		eqh = new_eq();
+		for (i = 0; i < 2; i++) {
+			rl[i].destroyed = &destroyed;
+			assert_int_equal(coffer_event_init(&rl[i].ev, eqh, NULL), 0);
+			assert_int_equal(
+			    pthread_create(&rl[i].tid, NULL, race_launcher_main, &rl[i]), 0);
+		}
+		while (rl[0].launched < 100 || rl[1].launched < 100)
+			sched_yield();
+		do {
+			rc = coffer_eq_destroy(eqh, round ? COFFER_EQ_FORCE : 0);
+			if (rc == -EBUSY)
+				sched_yield();
+		} while (rc == -EBUSY);
+		assert_int_equal(rc, 0);
+		atomic_store(&destroyed, 1);
+		for (i = 0; i < 2; i++) {
+			pthread_join(rl[i].tid, NULL);
+			assert_int_equal(rl[i].last_rc, -ENOENT);
+			assert_int_equal(rl[i].bad, 0);
+			assert_int_equal(coffer_event_fini(&rl[i].ev), 0);
+		}
+	}
+}
+
 /* ---- concurrent pollers: each completion returned exactly once ---------------------------- */
 
 #define MP_EVENTS     4000
@@ -999,6 +1072,7 @@ int main(void)
 	    T(test_event_test),
 	    T(test_progress_hook),
 	    T(test_detach_while_polling),
+	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 #undef T
 	};
