@@ -374,7 +374,8 @@ static int shared_inodes(pid_t pid, unsigned long *ino, char names[][96], int ma
 		if (perms[3] != 's')
 			continue;
 		ino[n] = inode;
-		snprintf(names[n], 96, "%s", name);
+		name[95] = '\0'; /* the names we look for are short */
+		memcpy(names[n], name, 96);
 		n++;
 	}
 	fclose(f);
