@@ -92,6 +92,7 @@ struct shared {
 static struct shared *g_sh;
 static pid_t g_children[ATTACKERS + 1]; /* killed by the teardown if the test fails early */
 
+static void child_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void child_fail(const char *fmt, ...)
 {
 	va_list ap;
