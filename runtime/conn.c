@@ -398,30 +398,7 @@ static void conn_stop_monitor(struct coffer__conn *conn)
 	conn->monitor_started = false;
 }
 
-/**
- * coffer_connect() - connect to coffer-store and map its arena.
- * @path: the store's socket path, NUL-terminated; NULL = the default ($COFFER_SOCKET, else
- *        $XDG_RUNTIME_DIR/coffer.sock, /run/user/UID/coffer.sock, /tmp/coffer-UID.sock).
- * @connh: out: the connection handle (COFFER_HTYPE_CONN).
- *
- * Says HELLO, receives the arena fd and maps the arena once per process (a second
- * connection to the same store shares the mapping, keyed by segment id), and starts the
- * connection's monitor thread (it completes pending events with -ENOTCONN if the store
- * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
- * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
- * Environment (read here): COFFER_BATCH (requests queued before they are published without
- * a poll or flush; default 32), COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
- *
- * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
- * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
- * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
- * -ENOMEM; other -errno from socket(2), connect(2), mmap(2), pthread_create(3).
- * Context: any thread; blocks for one round trip on the socket; not inside an RCU
- * read-side section.
- * Lifetime: the handle is valid until coffer_disconnect(); after a fork(), the child's copy
- * is dead (every call gets -ENOTCONN) and the child must connect again.
- * Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached by id).
- */
+/* coffer_connect(): see coffer/store.h. */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 {
 	char defpath[108];
@@ -506,26 +483,7 @@ err_fini:
 	return rc;
 }
 
-/**
- * coffer_disconnect() - close a connection.
- * @connh: a handle from coffer_connect().
- *
- * Closes the connection's channels (requests still in flight complete with -ENOTCONN on
- * their EQs), stops the monitor and closes the socket; the store then releases every
- * reference this connection held and aborts its unsealed objects. Object handles opened on
- * it stay valid as local records (close them with coffer_obj_close()); every operation on
- * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
- * this call (the arena is unmapped when the last connection to it is gone). When this was
- * the process's last connection, the runtime state kept for blocking calls of the calling
- * thread and the EQ progress hooks are released too (EQs stay valid), so that a final
- * coffer_fini() finds nothing of the connection layer left.
- *
- * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
- * connection handle, or the runtime is not initialised).
- * Context: any thread; blocks (joins the monitor, waits an RCU grace period); must not be
- * inside an RCU read-side section nor inside an EQ progress hook.
- * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
- */
+/* coffer_disconnect(): see coffer/store.h. */
 COFFER_API int coffer_disconnect(coffer_handle_t connh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
@@ -575,18 +533,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	return 0;
 }
 
-/**
- * coffer_flush() - publish every queued request of a connection now.
- * @connh: a connection handle.
- *
- * Asynchronous calls queue their requests in the channel of their EQ and publish them as
- * one batch when COFFER_BATCH requests are queued, when the EQ is polled, or here. The
- * store's doorbell is rung only if the store sleeps.
- *
- * Return: 0; -ENOENT (no such connection); -EINVAL (runtime not initialised or not a
- * connection handle); -ENOTCONN (the store is gone).
- * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
- */
+/* coffer_flush(): see coffer/store.h. */
 COFFER_API int coffer_flush(coffer_handle_t connh)
 {
 	struct coffer__conn *conn;
@@ -604,16 +551,7 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 	return rc;
 }
 
-/**
- * coffer_store_query() - read the store's statistics.
- * @connh: a connection handle.
- * @info: out: capacity, used bytes, objects by state, clients, evictions, hugepages,
- *        protocol version.
- *
- * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
- * such connection); -ENOTCONN (store gone); -EPROTO (malformed reply).
- * Context: any thread; one round trip on the control socket (takes its mutex).
- */
+/* coffer_store_query(): see coffer/store.h. */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();

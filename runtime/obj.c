@@ -333,24 +333,7 @@ static int oid_simple(coffer_handle_t connh, const struct coffer_oid *oid, uint1
 
 /* ---- handles ------------------------------------------------------------------------ */
 
-/**
- * coffer_obj_open() - create a local handle for an object of a connection (no IPC).
- * @connh: a connection from coffer_connect().
- * @oid: the 20-byte ObjectID (copied; any value, all-zero included).
- * @flags: must be 0 (reserved).
- * @oh: out: the object handle (COFFER_HTYPE_OBJ).
- *
- * The handle names (connection, ObjectID) for coffer_obj_create/seal/abort/get/release. The
- * object need not exist. Opening the same ID twice gives two independent handles.
- *
- * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, runtime not initialised); -ENOENT
- * (no such connection); -ENOTCONN (the connection is dead); -ENOMEM.
- * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
- * syscall, no store round trip.
- * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
- * closing it (release them first, or disconnect).
- * Source: DAOS daos_obj_open (a local handle, no RPC).
- */
+/* coffer_obj_open(): see coffer/store.h. */
 COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *oid,
 			       unsigned int flags, coffer_handle_t *oh)
 {
@@ -386,16 +369,7 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 	return rc;
 }
 
-/**
- * coffer_obj_close() - destroy a local object handle (no IPC).
- * @oh: a handle from coffer_obj_open().
- *
- * Return: 0; -ENOENT (no such handle, or already closed); -EINVAL (not an object handle,
- * runtime not initialised).
- * Context: any thread; one bucket lock of the handle hash.
- * Lifetime: the record is recycled after an RCU grace period (operations running
- * concurrently on @oh finish safely; later ones get -ENOENT).
- */
+/* coffer_obj_close(): see coffer/store.h. */
 COFFER_API int coffer_obj_close(coffer_handle_t oh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
@@ -414,37 +388,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh)
 
 /* ---- operations on a handle -------------------------------------------------------- */
 
-/*
- * Common to every operation below:
- *  - @ev NULL: blocks until the store answered; the return value is the store's result.
- *  - @ev given (initialised on an EQ, READY): returns at once. 0 means launched: the
- *    result is in ev->ev_error when the event completes on its EQ (outputs are written
- *    before that); a negative return means the event was NOT launched (-EAGAIN: the
- *    EQ's channel is full, poll it and retry; -EBUSY: the event is not READY).
- *  - A connection that dies completes launched events with -ENOTCONN.
- *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
- *    EQ progress hook. The first call per (connection, EQ) opens a channel (one control
- *    round trip).
- */
+/* The contract shared by these operations is stated once, in coffer/store.h. */
 
-/**
- * coffer_obj_create() - create a writable object of @size bytes in the store.
- * @oh: object handle.
- * @size: bytes (0 allowed).
- * @flags: 0 or COFFER_CREATE_REPLACE (the seal atomically replaces a sealed object of the
- *         same ID; until then readers see the old one).
- * @data: out: writable pointer into the arena (set when the result is 0).
- * @ev: NULL (blocking) or an event (asynchronous).
- *
- * The creator holds one reference; write the object, then coffer_obj_seal() (or
- * coffer_obj_abort()).
- * Return (or ev_error): 0; -EINVAL (bad arguments or flags); -ENOENT/-EINVAL (bad handle);
- * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
- * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
- * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
- * Lifetime: *@data is valid until the object is sealed and released, or aborted.
- * Source: Plasma's PlasmaClient::Create.
- */
+/* coffer_obj_create(): see coffer/store.h. */
 COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int flags, void **data,
 				 struct coffer_event *ev)
 {
@@ -466,16 +412,7 @@ COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int
 	return obj_exec(connh, &d, 1, NULL, ev, NULL);
 }
 
-/**
- * coffer_obj_seal() - make the caller's created object immutable and visible to all.
- * @oh: object handle.
- * @flags: 0 or COFFER_SEAL_RELEASE (also drop the creator's reference).
- * @ev: NULL (blocking) or an event.
- *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no such unsealed object); -EPERM (not the
- * creator); -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
- * Source: Plasma's PlasmaClient::Seal.
- */
+/* coffer_obj_seal(): see coffer/store.h. */
 COFFER_API int coffer_obj_seal(coffer_handle_t oh, unsigned int flags, struct coffer_event *ev)
 {
 	if (flags & ~COFFER_SEAL_RELEASE)
@@ -483,35 +420,13 @@ COFFER_API int coffer_obj_seal(coffer_handle_t oh, unsigned int flags, struct co
 	return obj_simple(oh, COFFER_OP_SEAL, (uint16_t)flags, ev);
 }
 
-/**
- * coffer_obj_abort() - discard the caller's unsealed object (frees its memory).
- * @oh: object handle.
- * @ev: NULL (blocking) or an event.
- *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no such object); -EPERM (not the creator);
- * -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
- * Lifetime: the pointer from create is invalid once this succeeded.
- */
+/* coffer_obj_abort(): see coffer/store.h. */
 COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev)
 {
 	return obj_simple(oh, COFFER_OP_ABORT, 0, ev);
 }
 
-/**
- * coffer_obj_get() - get a read-only pointer to a sealed object (takes a reference).
- * @oh: object handle.
- * @timeout_us: wait this long for the object to be created and sealed; 0 = do not wait,
- *              negative = forever. The store waits, never the client's thread (unless @ev
- *              is NULL, then the caller blocks up to that long).
- * @data: out: pointer into the arena (set when the result is 0).
- * @size: out (may be NULL): the object's size in bytes.
- * @ev: NULL (blocking) or an event.
- *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
- * -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's offset/size lies outside the arena).
- * Lifetime: *@data stays valid until the matching coffer_obj_release().
- * Source: Plasma's PlasmaClient::Get.
- */
+/* coffer_obj_get(): see coffer/store.h. */
 COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void **data,
 			      uint64_t *size, struct coffer_event *ev)
 {
@@ -533,15 +448,7 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
 	return obj_exec(connh, &d, 1, NULL, ev, NULL);
 }
 
-/**
- * coffer_obj_release() - drop one reference this client holds on the object.
- * @oh: object handle.
- * @ev: NULL (blocking) or an event.
- *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
- * -ENOTCONN; -EAGAIN (@ev only).
- * Lifetime: pointers from the get (or create) this reference came with become invalid.
- */
+/* coffer_obj_release(): see coffer/store.h. */
 COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev)
 {
 	return obj_simple(oh, COFFER_OP_RELEASE, 0, ev);
@@ -549,22 +456,7 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev)
 
 /* ---- operations by ObjectID ----------------------------------------------------------- */
 
-/**
- * coffer_obj_get_bulk() - get up to COFFER_GET_BULK_MAX objects in one batch.
- * @connh: a connection.
- * @oids: @n ObjectIDs (duplicates allowed: each takes one reference).
- * @n: 1..COFFER_GET_BULK_MAX.
- * @timeout_us: per object, as for coffer_obj_get().
- * @bufs: out: @n results; bufs[i].status is 0 (data, size set), -ENOENT (missing or
- *        unsealed at the timeout; data NULL) or another -errno.
- * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
- *
- * All requests go in one batch; each ID that was found holds a reference (release with
- * coffer_obj_release_oid()).
- * Return (or ev_error): 0 when every ID got an answer (see bufs[].status); -EINVAL (bad
- * arguments); -ENOENT (no such connection); -ENOTCONN; -EAGAIN (fewer than @n free slots in
- * the channel, @ev only); -ENOMEM.
- */
+/* coffer_obj_get_bulk(): see coffer/store.h. */
 COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,
 				   struct coffer_event *ev)
@@ -598,47 +490,21 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 	return rc;
 }
 
-/**
- * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.
- * @connh: a connection.
- * @oid: the ObjectID.
- * @ev: NULL (blocking) or an event.
- *
- * For references taken by coffer_obj_get_bulk() (no handle needed).
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held, or no such connection);
- * -ENOTCONN; -EAGAIN (@ev only).
- */
+/* coffer_obj_release_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev)
 {
 	return oid_simple(connh, oid, COFFER_OP_RELEASE, COFFER__OUT_NONE, NULL, ev);
 }
 
-/**
- * coffer_obj_delete() - delete a sealed object.
- * @connh: a connection.
- * @oid: the ObjectID.
- * @ev: NULL (blocking) or an event.
- *
- * New gets stop seeing it at once; its memory is freed after its last release.
- * Return (or ev_error): 0; -EINVAL; -ENOENT (not present or not sealed); -EBUSY (still
- * being created); -ENOTCONN; -EAGAIN (@ev only).
- */
+/* coffer_obj_delete(): see coffer/store.h. */
 COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid *oid,
 				 struct coffer_event *ev)
 {
 	return oid_simple(connh, oid, COFFER_OP_DELETE, COFFER__OUT_NONE, NULL, ev);
 }
 
-/**
- * coffer_obj_contains() - whether a sealed object of that ID is present.
- * @connh: a connection.
- * @oid: the ObjectID.
- * @present: out: true when sealed and present.
- * @ev: NULL (blocking) or an event.
- *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no such connection); -ENOTCONN; -EAGAIN.
- */
+/* coffer_obj_contains(): see coffer/store.h. */
 COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
 				   bool *present, struct coffer_event *ev)
 {

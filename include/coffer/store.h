@@ -42,8 +42,8 @@ struct coffer_oid {
 /* Result of one ObjectID in coffer_obj_get_bulk(). */
 struct coffer_obj_buf {
 	const void *data; /* read-only pointer into the arena, or NULL when missing */
-	uint64_t size;    /* bytes */
-	int status;       /* 0, -ENOENT (missing or unsealed at timeout), or another -errno */
+	uint64_t size;	  /* bytes */
+	int status;	  /* 0, -ENOENT (missing or unsealed at timeout), or another -errno */
 };
 
 /* Statistics of the store, as coffer_store_query() and coffer-stat report them. */
@@ -59,30 +59,265 @@ struct coffer_store_info {
 	uint32_t version;   /* protocol version spoken by the store */
 };
 
+/**
+ * coffer_connect() - connect to coffer-store and map its arena.
+ * @path: the store's socket path, NUL-terminated; NULL = the default ($COFFER_SOCKET, else
+ *        $XDG_RUNTIME_DIR/coffer.sock, /run/user/UID/coffer.sock, /tmp/coffer-UID.sock).
+ * @connh: out: the connection handle (COFFER_HTYPE_CONN).
+ *
+ * Says HELLO, receives the arena fd and maps the arena once per process (a second
+ * connection to the same store shares the mapping, keyed by segment id), and starts the
+ * connection's monitor thread (it completes pending events with -ENOTCONN if the store
+ * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
+ * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
+ * Environment (read here): COFFER_BATCH (requests queued before they are published without
+ * a poll or flush; default 32), COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
+ *
+ * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
+ * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
+ * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
+ * -ENOMEM; other -errno from socket(2), connect(2), mmap(2), pthread_create(3).
+ * Context: any thread; blocks for one round trip on the socket; not inside an RCU
+ * read-side section.
+ * Lifetime: the handle is valid until coffer_disconnect(); after a fork(), the child's copy
+ * is dead (every call gets -ENOTCONN) and the child must connect again.
+ * Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached by id).
+ */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
+
+/**
+ * coffer_disconnect() - close a connection.
+ * @connh: a handle from coffer_connect().
+ *
+ * Closes the connection's channels (requests still in flight complete with -ENOTCONN on
+ * their EQs), stops the monitor and closes the socket; the store then releases every
+ * reference this connection held and aborts its unsealed objects. Object handles opened on
+ * it stay valid as local records (close them with coffer_obj_close()); every operation on
+ * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
+ * this call (the arena is unmapped when the last connection to it is gone). When this was
+ * the process's last connection, the runtime state kept for blocking calls of the calling
+ * thread and the EQ progress hooks are released too (EQs stay valid), so that a final
+ * coffer_fini() finds nothing of the connection layer left.
+ *
+ * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
+ * connection handle, or the runtime is not initialised).
+ * Context: any thread; blocks (joins the monitor, waits an RCU grace period); must not be
+ * inside an RCU read-side section nor inside an EQ progress hook.
+ * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
+ */
 COFFER_API int coffer_disconnect(coffer_handle_t connh);
+
+/**
+ * coffer_flush() - publish every queued request of a connection now.
+ * @connh: a connection handle.
+ *
+ * Asynchronous calls queue their requests in the channel of their EQ and publish them as
+ * one batch when COFFER_BATCH requests are queued, when the EQ is polled, or here. The
+ * store's doorbell is rung only if the store sleeps.
+ *
+ * Return: 0; -ENOENT (no such connection, or not a connection handle); -EINVAL (runtime
+ * not initialised); -ENOTCONN (the store is gone).
+ * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
+ */
 COFFER_API int coffer_flush(coffer_handle_t connh);
+
+/**
+ * coffer_store_query() - read the store's statistics.
+ * @connh: a connection handle.
+ * @info: out: capacity, used bytes, objects by state, clients, evictions, hugepages,
+ *        protocol version.
+ *
+ * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
+ * such connection); -ENOTCONN (store gone); -EPROTO (malformed reply).
+ * Context: any thread; one round trip on the control socket (takes its mutex).
+ */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info);
 
+/**
+ * coffer_obj_open() - create a local handle for an object of a connection (no IPC).
+ * @connh: a connection from coffer_connect().
+ * @oid: the 20-byte ObjectID (copied; any value, all-zero included).
+ * @flags: must be 0 (reserved).
+ * @oh: out: the object handle (COFFER_HTYPE_OBJ).
+ *
+ * The handle names (connection, ObjectID) for coffer_obj_create/seal/abort/get/release. The
+ * object need not exist. Opening the same ID twice gives two independent handles.
+ *
+ * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, runtime not initialised); -ENOENT
+ * (no such connection); -ENOTCONN (the connection is dead); -ENOMEM.
+ * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
+ * syscall, no store round trip.
+ * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
+ * closing it (release them first, or disconnect).
+ * Source: DAOS daos_obj_open (a local handle, no RPC).
+ */
 COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *oid,
 			       unsigned int flags, coffer_handle_t *oh);
+
+/**
+ * coffer_obj_close() - destroy a local object handle (no IPC).
+ * @oh: a handle from coffer_obj_open().
+ *
+ * Return: 0; -ENOENT (no such handle, or already closed); -EINVAL (not an object handle,
+ * runtime not initialised).
+ * Context: any thread; one bucket lock of the handle hash.
+ * Lifetime: the record is recycled after an RCU grace period (operations running
+ * concurrently on @oh finish safely; later ones get -ENOENT).
+ */
 COFFER_API int coffer_obj_close(coffer_handle_t oh);
 
-COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int flags,
-				 void **data, struct coffer_event *ev);
+/*
+ * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
+ * get_bulk, release_oid, delete, contains):
+ *  - @ev NULL: blocks until the store answered; the return value is the store's result.
+ *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
+ *    one path, not two.)
+ *  - @ev given (initialised on an EQ with coffer_event_init(), READY): returns at once.
+ *    0 means launched: the result is in ev->ev_error when the event completes on its EQ
+ *    (coffer_eq_poll() or coffer_event_test(); outputs are written before that and must
+ *    stay valid until then). A negative return means the event was NOT launched and
+ *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: poll the EQ,
+ *    then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised event).
+ *  - Requests queued on an EQ's channel are published to the store as one batch when
+ *    COFFER_BATCH of them are queued (default 32), when the EQ is polled, or by
+ *    coffer_flush(); the store's doorbell is rung only when it sleeps.
+ *  - A connection that dies (store stopped or killed, or a corrupt reply ring) completes
+ *    every launched event with -ENOTCONN; later calls return -ENOTCONN.
+ *  - Nothing the store answers is trusted: an offset or size outside the arena, a foreign
+ *    segment or a malformed status completes that event with -EPROTO.
+ *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
+ *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
+ *    round trip on the socket).
+ */
+
+/**
+ * coffer_obj_create() - create a writable object of @size bytes in the store.
+ * @oh: object handle.
+ * @size: bytes (0 allowed).
+ * @flags: 0 or COFFER_CREATE_REPLACE (the seal atomically replaces a sealed object of the
+ *         same ID; until then readers see the old one).
+ * @data: out: writable pointer into the arena (set when the result is 0).
+ * @ev: NULL (blocking) or an event (asynchronous).
+ *
+ * The creator holds one reference; write the object, then coffer_obj_seal() (or
+ * coffer_obj_abort()).
+ * Return (or ev_error): 0; -EINVAL (bad arguments or flags); -ENOENT/-EINVAL (bad handle);
+ * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
+ * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
+ * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
+ * Lifetime: *@data is valid until the object is sealed and released, or aborted.
+ * Source: Plasma's PlasmaClient::Create.
+ */
+COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int flags, void **data,
+				 struct coffer_event *ev);
+
+/**
+ * coffer_obj_seal() - make the caller's created object immutable and visible to all.
+ * @oh: object handle.
+ * @flags: 0 or COFFER_SEAL_RELEASE (also drop the creator's reference).
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such unsealed object); -EPERM (not the
+ * creator); -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
+ * Source: Plasma's PlasmaClient::Seal.
+ */
 COFFER_API int coffer_obj_seal(coffer_handle_t oh, unsigned int flags, struct coffer_event *ev);
+
+/**
+ * coffer_obj_abort() - discard the caller's unsealed object (frees its memory).
+ * @oh: object handle.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such object); -EPERM (not the creator);
+ * -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
+ * Lifetime: the pointer from create is invalid once this succeeded.
+ */
 COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
+
+/**
+ * coffer_obj_get() - get a read-only pointer to a sealed object (takes a reference).
+ * @oh: object handle.
+ * @timeout_us: wait this long for the object to be created and sealed; 0 = do not wait,
+ *              negative = forever. The store waits, never the client's thread (unless @ev
+ *              is NULL, then the caller blocks up to that long).
+ * @data: out: pointer into the arena (set when the result is 0).
+ * @size: out (may be NULL): the object's size in bytes.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
+ * -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's offset/size lies outside the arena).
+ * Lifetime: *@data stays valid until the matching coffer_obj_release().
+ * Source: Plasma's PlasmaClient::Get.
+ */
 COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void **data,
 			      uint64_t *size, struct coffer_event *ev);
+
+/**
+ * coffer_obj_release() - drop one reference this client holds on the object.
+ * @oh: object handle.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
+ * -ENOTCONN; -EAGAIN (@ev only).
+ * Lifetime: pointers from the get (or create) this reference came with become invalid.
+ */
 COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev);
 
+/**
+ * coffer_obj_get_bulk() - get up to COFFER_GET_BULK_MAX objects in one batch.
+ * @connh: a connection.
+ * @oids: @n ObjectIDs (duplicates allowed: each takes one reference).
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @timeout_us: per object, as for coffer_obj_get().
+ * @bufs: out: @n results; bufs[i].status is 0 (data, size set), -ENOENT (missing or
+ *        unsealed at the timeout; data NULL) or another -errno.
+ * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
+ *
+ * All requests go in one batch; each ID that was found holds a reference (release with
+ * coffer_obj_release_oid()).
+ * Return (or ev_error): 0 when every ID got an answer (see bufs[].status); -EINVAL (bad
+ * arguments); -ENOENT (no such connection); -ENOTCONN; -EAGAIN (fewer than @n free slots in
+ * the channel, @ev only); -ENOMEM.
+ */
 COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,
 				   struct coffer_event *ev);
+
+/**
+ * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @ev: NULL (blocking) or an event.
+ *
+ * For references taken by coffer_obj_get_bulk() (no handle needed).
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held, or no such connection);
+ * -ENOTCONN; -EAGAIN (@ev only).
+ */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev);
+
+/**
+ * coffer_obj_delete() - delete a sealed object.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @ev: NULL (blocking) or an event.
+ *
+ * New gets stop seeing it at once; its memory is freed after its last release.
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (not present or not sealed); -EBUSY (still
+ * being created); -ENOTCONN; -EAGAIN (@ev only).
+ */
 COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid *oid,
 				 struct coffer_event *ev);
+
+/**
+ * coffer_obj_contains() - whether a sealed object of that ID is present.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @present: out: true when sealed and present.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no such connection); -ENOTCONN; -EAGAIN.
+ */
 COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
 				   bool *present, struct coffer_event *ev);
 
