@@ -637,10 +637,10 @@ COFFER_API int coffer_htab_delete_node(struct coffer_htab *tab, struct coffer_hn
 
 COFFER_API void coffer_htab_addref(struct coffer_htab *tab, struct coffer_hnode *node)
 {
-	/* Relaxed: the caller already holds a reference, which orders everything (kref_get). */
-	if (__atomic_fetch_add(&node->hn_ref, 1, __ATOMIC_RELAXED) == 0) {
-		/* Caller bug: the record was already on its way out. Undo and count. */
-		__atomic_fetch_sub(&node->hn_ref, 1, __ATOMIC_RELAXED);
+	/* The caller holds a reference, so the count is >= 1 and a plain increment would do
+	 * (kref_get). Get-unless-zero instead keeps I3 even for a caller bug (addref on a record
+	 * already released): refused and counted, never a transient 0 -> 1 a reader could see. */
+	if (!coffer__hnode_get_unless_zero(node)) {
 		ref_underflow(tab);
 		return;
 	}

@@ -22,9 +22,9 @@
  *  R3 A record enters a batch only after its last reference was dropped (htab.c I3) and its
  *     free runs in a callback, i.e. after a grace period that began after the drop.
  *
- * Lock order: reg_mu -> rt_mu. Neither is held across call_rcu or malloc, and a thread makes
- * sure it is registered with urcu-bp before taking reg_mu (call_rcu's internal read lock may
- * register, and fork-prepare holds urcu-bp's registry lock while it takes reg_mu).
+ * Lock order: reg_mu -> rt_mu. Neither is held across call_rcu or malloc (fork-prepare takes
+ * liburcu's call_rcu_mutex, then urcu-bp's registry lock, then reg_mu; call_rcu may take the
+ * first, registration the second), and a thread registers with urcu-bp before taking reg_mu.
  *
  * Memory ordering: rt_cur/rt_spare are under rt_mu / thread-private; the hand-off to the
  * worker is ordered by call_rcu's queue (and annotated for TSan on the rcu_head). The
@@ -50,6 +50,7 @@
 struct reclaim_batch {
 	struct rcu_head rb_head;
 	unsigned int rb_n;
+	struct reclaim_batch *rb_next; /* flush_all's private list, before submission */
 	struct {
 		struct coffer_htab *tab;
 		struct coffer_hnode *node;
@@ -241,19 +242,20 @@ void coffer__reclaim(struct coffer_htab *tab, struct coffer_hnode *node)
 void coffer__reclaim_flush_all(void)
 {
 	struct reclaim_tls *t, *next;
+	struct reclaim_batch *list = NULL, *b;
 
 	rcu_register_self();
 	pthread_mutex_lock(&reg_mu);
 	for (t = reg_head.rt_next; t != &reg_head; t = next) {
-		struct reclaim_batch *b;
-
 		next = t->rt_next;
 		pthread_mutex_lock(&t->rt_mu);
 		b = t->rt_cur;
 		t->rt_cur = NULL;
 		pthread_mutex_unlock(&t->rt_mu);
-		if (b)
-			batch_submit(b); /* call_rcu does not block: fine under reg_mu */
+		if (b) {
+			b->rb_next = list;
+			list = b;
+		}
 		if (t->rt_dead) {
 			reg_remove(t);
 			pthread_mutex_destroy(&t->rt_mu);
@@ -261,6 +263,13 @@ void coffer__reclaim_flush_all(void)
 		}
 	}
 	pthread_mutex_unlock(&reg_mu);
+	/* Submitted with no coffer lock held: call_rcu may take liburcu's call_rcu_mutex, which
+	 * fork-prepare takes before reg_mu. */
+	while (list) {
+		b = list;
+		list = b->rb_next;
+		batch_submit(b);
+	}
 }
 
 int64_t coffer__reclaim_backlog(void)

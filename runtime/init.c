@@ -14,7 +14,8 @@
  * Environment overrides are read once, by the first coffer_init() of the process:
  *   COFFER_HHASH_BUCKETS_LOG2 (1..26), COFFER_HHASH_LOCKS_LOG2 (1..buckets_log2),
  *   COFFER_RCU_PERCPU=1 (per-CPU call_rcu workers, see runtime/rcu.c).
- * Lock order: init_mu -> table list mutex (hash creation).
+ * Lock order: init_mu -> table list mutex (hash creation). coffer__rcu_setup() runs before
+ * init_mu is taken (see coffer_init).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,13 +62,16 @@ COFFER_API int coffer_init(void)
 	struct coffer_hhash *hh;
 	int rc = 0;
 
+	/* Before init_mu: the one-time set-up takes liburcu's call_rcu_mutex, which
+	 * fork-prepare takes before init_mu. */
+	rc = coffer__rcu_setup();
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&init_mu);
 	if (init_refs == 0) {
 		if (!env_read)
 			read_env();
-		rc = coffer__rcu_setup();
-		if (rc == 0)
-			rc = coffer_hhash_create(&hh_params, &hh);
+		rc = coffer_hhash_create(&hh_params, &hh);
 		if (rc) {
 			pthread_mutex_unlock(&init_mu);
 			return rc == -EINVAL ? -ENOMEM : rc;

@@ -32,8 +32,13 @@
  * In the child, urcu_bp_after_fork_child() drops the readers of threads that do not exist
  * there, coffer re-initialises its mutexes and marks other threads' batches as orphans
  * (flushed by the next barrier), and call_rcu_after_fork_child() starts a fresh worker.
- * Caveat: a host that also brackets fork with urcu_bp_before_fork() itself would take the
- * gp lock twice; hosts doing so must not use coffer across fork (none known).
+ * Consequences: fork() waits for a grace period in progress, i.e. for readers inside
+ * read-side sections to leave them (sections must be short anyway). A host that also
+ * brackets fork with urcu_bp_before_fork() itself would take the gp lock twice; hosts doing
+ * so must not use coffer across fork (none known). Lock order, process-wide: liburcu's
+ * call_rcu_mutex -> urcu-bp gp and registry locks -> coffer's locks; hence coffer never calls
+ * call_rcu or creates the call_rcu worker while holding a lock of its own (setup() creates
+ * the worker up front, coffer_init() runs setup() before taking its mutex).
  *
  * dlclose. libcoffer.so is linked with -z nodelete: the call_rcu worker, the pthread key
  * destructors and these fork handlers point into it, so it must stay mapped.
@@ -95,6 +100,10 @@ static void setup(void)
 		setup_rc = -ENOMEM;
 		return;
 	}
+	/* Create the default call_rcu worker now, under no coffer lock: the first call_rcu
+	 * would otherwise create it (taking call_rcu_mutex, which fork-prepare holds first)
+	 * from wherever it happens, e.g. a thread-exit destructor. */
+	(void)urcu_bp_get_default_call_rcu_data();
 	/* Opt-in per-CPU call_rcu workers: frees spread over CPUs under write-heavy load, at
 	 * the price of one thread per CPU in the host. Failure leaves the default worker. */
 	if (e && strcmp(e, "1") == 0)
