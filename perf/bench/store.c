@@ -520,7 +520,7 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 		}
 	}
 	coffer_obj_close(oh);
-	st_report("coffer", "put", 0, 1, size, t_store, ok ? reps : 0, ok, why[0] ? why : NULL);
+	st_report("coffer", "put", 1, 1, size, t_store, ok ? reps : 0, ok, why[0] ? why : NULL);
 
 	/* the baseline, in the same run: memcpy into a prefaulted private buffer */
 	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
@@ -536,7 +536,7 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 	}
 	rc = memcmp(dst + size - 4096, src + size - 4096, 4096) == 0 ? 0 : -EIO;
 	munmap(dst, size);
-	st_report("memcpy", "put", 0, 1, size, t_memcpy, reps, rc == 0, NULL);
+	st_report("memcpy", "put", 1, 1, size, t_memcpy, reps, rc == 0, NULL);
 	if (ok && rc == 0 && t_store > 0)
 		printf("store ratio   put          size=%-11" PRIu64 " coffer/memcpy = %.1f%%\n",
 		       size, 100.0 * t_memcpy / t_store);
