@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# tests/client/bench_store_test.sh STORE_BIN BENCH_BIN - run `coffer-bench store` briefly
+# against a fresh coffer-store: every workload at batch 1 and 32, 1 and 2 threads, puts of
+# 1 and 4 MiB. The benchmark verifies its own results (statuses, sizes, content, store back
+# to its baseline) and exits non-zero otherwise; this test passes its exit status on.
+set -eu
+store=$1
+bench=$2
+tmp=$(mktemp -d /tmp/coffer-bench-store-test.XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+"$store" -m 64M -s "$tmp/s.sock" -q &
+pid=$!
+i=0
+while [ ! -S "$tmp/s.sock" ]; do
+	kill -0 "$pid" 2>/dev/null || { echo "coffer-store did not start" >&2; exit 1; }
+	i=$((i + 1))
+	[ $i -gt 500 ] && { echo "coffer-store not ready" >&2; exit 1; }
+	sleep 0.02
+done
+"$bench" store --socket "$tmp/s.sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
+	--put-max 4M --put-bytes 8M --csv "$tmp/out.csv"
+# one CSV row per result: 2 workloads x 2 batches x 2 thread counts + 2 sizes x 2 impls
+rows=$(($(wc -l < "$tmp/out.csv") - 1))
+[ "$rows" -eq 12 ] || { echo "expected 12 CSV rows, got $rows" >&2; exit 1; }
+head -1 "$tmp/out.csv" | grep -qx 'bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status'
+! grep -q ',FAIL$' "$tmp/out.csv"
