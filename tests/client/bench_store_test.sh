@@ -25,8 +25,9 @@ while [ ! -S "$tmp/s.sock" ]; do
 done
 "$bench" store --socket "$tmp/s.sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
 	--put-max 4M --put-bytes 8M --csv "$tmp/out.csv"
-# one CSV row per result: 2 workloads x 2 batches x 2 thread counts + 2 sizes x 2 impls
+# one CSV row per result: 2 workloads x 2 batches x 2 thread counts + 2 sizes x
+# (coffer batch 1, coffer batch 2, memcpy)
 rows=$(($(wc -l < "$tmp/out.csv") - 1))
-[ "$rows" -eq 12 ] || { echo "expected 12 CSV rows, got $rows" >&2; exit 1; }
+[ "$rows" -eq 14 ] || { echo "expected 14 CSV rows, got $rows" >&2; exit 1; }
 head -1 "$tmp/out.csv" | grep -qx 'bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status'
 ! grep -q ',FAIL$' "$tmp/out.csv"
