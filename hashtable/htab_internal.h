@@ -136,6 +136,10 @@ void coffer__htab_rec_free(struct coffer_htab *tab, struct coffer_hnode *node);
 /* Called by reclaim.c after freeing @k records of @tab; may free the table (destroyed). */
 void coffer__htab_freed(struct coffer_htab *tab, int64_t k);
 
+/* Tests only: make the calling thread free records one call_rcu each, the path taken when no
+ * batch can be allocated or the thread is exiting. */
+void coffer__reclaim_force_single(bool on);
+
 /* Records scheduled (batched or queued) and not yet freed, process-wide; relaxed snapshot. */
 int64_t coffer__reclaim_backlog(void);
 

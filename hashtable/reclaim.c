@@ -75,15 +75,22 @@ enum { TLS_NONE = 0, TLS_LIVE, TLS_GONE };
 static __thread struct reclaim_tls *my_tls;
 static __thread struct reclaim_batch *my_spare; /* thread-private, preallocated batch */
 static __thread int my_state;
+static __thread bool my_force_single; /* tests: take the per-record path */
+
+void coffer__reclaim_force_single(bool on)
+{
+	my_force_single = on;
+}
 
 static void node_cb(struct rcu_head *head)
 {
 	struct coffer_hnode *node =
 	    (struct coffer_hnode *)(void *)((char *)head - offsetof(struct coffer_hnode, hn_rcu));
-	struct coffer_htab *tab = node->hn_rcu[2];
+	struct coffer_htab *tab;
 
-	coffer__tsan_acquire(head);
+	coffer__tsan_acquire(head); /* before reading anything the submitter wrote */
 	coffer__rcu_gp_acquire();
+	tab = node->hn_rcu[2];
 	coffer__htab_rec_free(tab, node);
 	__atomic_fetch_sub(&backlog, 1, __ATOMIC_RELAXED);
 	coffer__htab_freed(tab, 1);
@@ -214,16 +221,22 @@ void coffer__reclaim(struct coffer_htab *tab, struct coffer_hnode *node)
 	struct reclaim_tls *t = tls_get();
 	struct reclaim_batch *b, *full = NULL;
 
-	if (t && !my_spare)
-		my_spare = malloc(sizeof(*my_spare)); /* outside any lock */
-	if (!t || (!my_spare && !t->rt_cur)) {
+	if (!t || my_force_single) {
 		node_submit(tab, node);
 		return;
 	}
+	if (!my_spare)
+		my_spare = malloc(sizeof(*my_spare)); /* outside any lock; may fail */
 	/* Uncontended except against a flush: the mutex's line is this thread's own. */
 	pthread_mutex_lock(&t->rt_mu);
 	b = t->rt_cur;
 	if (!b) {
+		if (!my_spare) {
+			/* No batch and no memory for one: this record goes alone. */
+			pthread_mutex_unlock(&t->rt_mu);
+			node_submit(tab, node);
+			return;
+		}
 		b = t->rt_cur = my_spare;
 		my_spare = NULL;
 		b->rb_n = 0;

@@ -495,6 +495,25 @@ static void test_destroy_with_held_record(void **state)
 	assert_int_equal(frees_now(), 1);
 }
 
+/* The per-record fallback (no batch memory, or a thread already past its exit destructor). */
+static void test_reclaim_single(void **state)
+{
+	struct coffer_htab *tab = mktab(&ops, 3);
+
+	(void)state;
+	coffer__reclaim_force_single(true);
+	for (unsigned int i = 0; i < 10; i++) {
+		struct rec *r = rec_new(i);
+
+		assert_int_equal(coffer_htab_insert(tab, r->key, KEYLEN, &r->node), 0);
+		assert_int_equal(coffer_htab_delete(tab, r->key, KEYLEN), 0);
+	}
+	coffer__reclaim_force_single(false);
+	urcu_bp_barrier(); /* no flush needed: nothing waits in a batch */
+	assert_int_equal(__atomic_load_n(&frees, __ATOMIC_RELAXED), 10);
+	assert_int_equal(coffer_htab_destroy(tab, false), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +527,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_hooks, setup),
 	    cmocka_unit_test_setup(test_chains, setup),
 	    cmocka_unit_test_setup(test_destroy_with_held_record, setup),
+	    cmocka_unit_test_setup(test_reclaim_single, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
