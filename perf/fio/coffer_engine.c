@@ -2,7 +2,7 @@
 /*
  * perf/fio/coffer_engine.c - fio external ioengine "coffer": fio I/O through coffer-store.
  *
- * Load it with `ioengine=external:/path/fio-coffer.so` (or `--ioengine=/path/fio-coffer.so`).
+ * Load it with `ioengine=external:/path/libcoffer_fio.so` (or `--ioengine=/path/...so`).
  * Built against the source of exactly the installed fio (FIO_IOOPS_VERSION 31 in fio 3.33):
  * fio checks nothing but that number, so any other fio's struct layouts would be read wrong.
  *
@@ -37,6 +37,13 @@
  * created in the parent: fio forks jobs by default and a connection does not survive a fork,
  * so each job connects in init (own EQ, hence its own channel) and tears everything down in
  * cleanup, which also runs after a failed init. Different jobs share nothing but the store.
+ *
+ * Teardown (lifetimes). After an error fio frees only the io_us on its free list (io_u_free
+ * for each, the io_u itself right after), then all io buffers, then calls cleanup; io_us
+ * still in flight are never handed back. So the first io_u_free reaps everything in flight
+ * while every io_u and buffer still exists; cleanup finishes whatever is left without
+ * touching io_us (cd->closing), destroys the EQ with COFFER_EQ_FORCE (which waits for the
+ * stragglers), and only then frees events: a completion can never write freed memory.
  *
  * Symbols: only `ioengine` is exported (version script); everything else in this module,
  * including the statically linked libcoffer, is local.
