@@ -2,7 +2,7 @@
 # cluster per (rw, numjobs). Called as
 #   gnuplot -e "datafile='x.dat'; outfile='x.png'; ncols=5; title='...'" compare.gp
 # datafile: a header row "case eng1 eng2 ...", then one row per case, values in kIOPS.
-set terminal pngcairo size 1100,600 font ",10"
+set terminal pngcairo size 1100,600 font ",10" noenhanced
 set output outfile
 set title title
 set style data histograms
