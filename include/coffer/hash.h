@@ -238,10 +238,14 @@ enum coffer_htype {
 	COFFER_HTYPE_TEST = 15 /* tests and benchmarks */
 };
 
-/* Embeddable handle link; the record is freed through hl_free once unreachable. */
+/*
+ * Embeddable handle link; the record is freed through hl_free once unreachable.
+ * hl_cookie comes first so that a lookup reads it and the chain link (hl_node.hn_next) from
+ * one 16-byte block, i.e. always from one cache line (malloc alignment is 16).
+ */
 struct coffer_hlink {
+	uint64_t hl_cookie; /* set by coffer_hhash_insert() */
 	struct coffer_hnode hl_node;
-	uint64_t hl_cookie;			    /* set by coffer_hhash_insert() */
 	void (*hl_free)(struct coffer_hlink *link); /* required */
 };
 
