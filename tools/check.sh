@@ -124,7 +124,7 @@ finish() {
 }
 
 export TSAN_OPTIONS="suppressions=$here/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1"
-export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 suppressions=$here/tests/ubsan.supp"
 export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
 
 log "release build"
