@@ -707,14 +707,15 @@ void coffer__chan_release_bindings(void)
 	while (*pp) {
 		struct chan_binding *b = *pp;
 
-		if (atomic_load_explicit(&b->chans, memory_order_relaxed) != NULL) {
+		/* A live EQ keeps its (now idle) binding attached: detaching would race with
+		 * its pollers asleep in eventq (which read the hook after sleeping, outside a
+		 * read-side section; reported), and the EQ may be used with a new connection. */
+		if (atomic_load_explicit(&b->chans, memory_order_relaxed) != NULL ||
+		    eq_alive(b->eqh)) {
 			pp = &b->next;
 			continue;
 		}
 		*pp = b->next;
-		/* Detaching waits until no poller is inside the hook (eventq's grace period). */
-		if (eq_alive(b->eqh))
-			(void)coffer__eq_set_progress(b->eqh, NULL);
 		free(b);
 	}
 	pthread_mutex_unlock(&coffer__client_lock);

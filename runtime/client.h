@@ -132,8 +132,8 @@ struct coffer__reqd {
 int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk);
 
-/* Frees every EQ binding that has no channel left (detaching its hook from a live EQ).
- * Context: not inside an RCU read-side section; waits for a grace period. */
+/* Frees every EQ binding that has no channel left and whose EQ was destroyed (eventq
+ * detached its hook then). Context: any thread; takes coffer__client_lock. */
 void coffer__chan_release_bindings(void);
 /* Publishes every unpublished request of every channel of @conn (coffer_flush()). */
 void coffer__conn_flush_channels(struct coffer__conn *conn);

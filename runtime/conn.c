@@ -525,7 +525,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	if (last) {
 		/* The process's last connection: leave nothing of ours behind for coffer_fini()
 		 * to find - this thread's hidden EQ of blocking calls (other threads' go at
-		 * their exit) and the EQ bindings, whose channels are all closed now. */
+		 * their exit) and the bindings of destroyed EQs, whose channels are all closed
+		 * now (a live EQ keeps its idle binding: it may be used again). */
 		coffer__obj_thread_release();
 		coffer__chan_release_bindings();
 	}

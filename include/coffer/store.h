@@ -96,8 +96,8 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
  * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
  * this call (the arena is unmapped when the last connection to it is gone). When this was
  * the process's last connection, the runtime state kept for blocking calls of the calling
- * thread and the EQ progress hooks are released too (EQs stay valid), so that a final
- * coffer_fini() finds nothing of the connection layer left.
+ * thread and the bookkeeping of destroyed EQs are released too, so that a final
+ * coffer_fini() finds nothing of the connection layer left (destroy your EQs first).
  *
  * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
  * connection handle, or the runtime is not initialised).

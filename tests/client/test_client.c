@@ -1018,6 +1018,112 @@ static void test_thread_exit_inflight(void **state)
 	expect_handles_closed(t);
 }
 
+/* ---- disconnect while other threads are busy on the connection ----------------------- */
+
+struct busy {
+	pthread_t tid;
+	unsigned int id;
+	coffer_handle_t conn;
+	atomic_bool *stop;
+	uint64_t launched, completed, ok, notconn, other;
+	int other_err;
+};
+
+static void *busy_main(void *arg)
+{
+	struct busy *b = arg;
+	enum { B = 16 };
+	struct coffer_event ev[B], *done[B];
+	const void *rd[B];
+	coffer_handle_t eq, oh[B];
+	bool inflight[B] = {false};
+	unsigned int running = 0;
+
+	if (coffer_eq_create(&eq) < 0)
+		return NULL;
+	for (int i = 0; i < B; i++) {
+		struct coffer_oid oid;
+
+		make_oid(&oid, 11, b->id * 100 + (unsigned int)i);
+		coffer_event_init(&ev[i], eq, NULL);
+		if (coffer_obj_open(b->conn, &oid, 0, &oh[i]) < 0)
+			oh[i] = COFFER_HANDLE_NULL;
+	}
+	while (!atomic_load_explicit(b->stop, memory_order_relaxed) || running > 0) {
+		/* keep launching until the connection is gone; every launch must complete */
+		for (int i = 0; i < B && !atomic_load_explicit(b->stop, memory_order_relaxed);
+		     i++) {
+			if (inflight[i])
+				continue;
+			if (coffer_obj_get(oh[i], 1000, &rd[i], NULL, &ev[i]) == 0) {
+				inflight[i] = true;
+				b->launched++;
+				running++;
+			}
+		}
+		int n = coffer_eq_poll(eq, 0, 1000, B, done);
+
+		for (int k = 0; k < n; k++) {
+			int e = done[k]->ev_error;
+			long slot = done[k] - ev;
+
+			if (slot < 0 || slot >= B || !inflight[slot]) {
+				b->other++;
+				continue;
+			}
+			inflight[slot] = false;
+			b->completed++;
+			running--;
+			if (e == -ENOENT || e == 0)
+				b->ok++;
+			else if (e == -ENOTCONN)
+				b->notconn++;
+			else if (!b->other++)
+				b->other_err = e;
+		}
+	}
+	for (int i = 0; i < B; i++) {
+		coffer_event_fini(&ev[i]);
+		if (oh[i].cookie)
+			coffer_obj_close(oh[i]);
+	}
+	coffer_eq_destroy(eq, 0);
+	return NULL;
+}
+
+static void test_disconnect_while_busy(void **state)
+{
+	struct tctx *t = *state;
+	enum { NT = 3 };
+	struct busy b[NT];
+	atomic_bool stop;
+	coffer_handle_t c;
+
+	atomic_init(&stop, false);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	for (unsigned int i = 0; i < NT; i++) {
+		memset(&b[i], 0, sizeof(b[i]));
+		b[i].id = i;
+		b[i].conn = c;
+		b[i].stop = &stop;
+		assert_int_equal(pthread_create(&b[i].tid, NULL, busy_main, &b[i]), 0);
+	}
+	usleep(300000);
+	assert_int_equal(coffer_disconnect(c), 0);
+	usleep(50000);
+	atomic_store(&stop, true);
+	for (unsigned int i = 0; i < NT; i++) {
+		pthread_join(b[i].tid, NULL);
+		if (b[i].other)
+			fprintf(stderr, "thread %u: %s\n", i, coffer_strerror(b[i].other_err));
+		assert_int_equal(b[i].other, 0);
+		assert_true(b[i].launched > 0);
+		assert_int_equal(b[i].completed, b[i].launched);
+	}
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1032,6 +1138,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {
