@@ -26,6 +26,10 @@
 #include <urcu/rculfhash.h>
 
 #include "hash_impl.h"
+/* Read-side markers and grace-period annotations shared with coffer's own table: the same
+ * urcu-bp calls, plus what tells TSan that a callback runs after every earlier read-side
+ * section (liburcu 0.13's barriers are invisible to it), so both tables are checked alike. */
+#include "runtime/rcu.h"
 
 struct lf_rec {
 	struct bh_rec b;
@@ -109,9 +113,9 @@ static int lf_insert(void *tab, void *tls, unsigned int slot, struct bh_rec **re
 	atomic_init(&r->ref, 1);
 	r->ctx = t->ctx;
 	cds_lfht_node_init(&r->node);
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	ret = cds_lfht_add_unique(t->ht, bh_mix64(r->b.key), lf_match, &r->b.key, &r->node);
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	if (ret != &r->node) {
 		/* Cannot happen with unique keys; undo the allocation's accounting path. */
 		atomic_store_explicit(&r->b.state, BH_UNLINKED, memory_order_relaxed);
@@ -127,6 +131,7 @@ static void lf_free_cb(struct rcu_head *head)
 	struct lf_rec *r = caa_container_of(head, struct lf_rec, rcu);
 
 	bh_tsan_acquire(head); /* pairs with the release in lf_put (call_rcu's queue) */
+	coffer__rcu_gp_acquire(); /* after every reader that could still see r (grace period) */
 	bh_rec_free(r->ctx, &r->b);
 }
 
@@ -159,7 +164,7 @@ static struct bh_rec *lf_lookup(void *tab, void *tls, uint64_t key)
 	int64_t old;
 
 	(void)tls;
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	r = lf_find_rcu(t, key);
 	if (r) {
 		/* get-unless-zero; acquire on success pairs with the release half of lf_put. */
@@ -172,7 +177,7 @@ static struct bh_rec *lf_lookup(void *tab, void *tls, uint64_t key)
 		} while (!atomic_compare_exchange_weak_explicit(
 		    &r->ref, &old, old + 1, memory_order_acquire, memory_order_relaxed));
 	}
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	return r ? &r->b : NULL;
 }
 
@@ -189,14 +194,14 @@ static uint64_t lf_lookup_noref(void *tab, void *tls, uint64_t key)
 	uint64_t payload = 0;
 
 	(void)tls;
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	r = lf_find_rcu(t, key);
 	if (r) {
 		payload = r->b.payload;
 		if (!bh_rec_valid(&r->b, key))
 			bh_error(t->ctx, "urcu-lfht: lookup returned an invalid record");
 	}
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	return payload;
 }
 
@@ -207,9 +212,9 @@ static int lf_delete(void *tab, void *tls, struct bh_rec *rec)
 	int err;
 
 	(void)tls;
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	err = cds_lfht_del(t->ht, &r->node);
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	if (err)
 		return -ENOENT;
 	lf_put(t, r); /* the table's reference */
@@ -222,9 +227,9 @@ static uint64_t lf_count(void *tab)
 	long before, after;
 	unsigned long count;
 
-	urcu_bp_read_lock();
+	coffer__rcu_read_lock();
 	cds_lfht_count_nodes(t->ht, &before, &count, &after);
-	urcu_bp_read_unlock();
+	coffer__rcu_read_unlock();
 	return count;
 }
 
