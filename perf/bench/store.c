@@ -5,21 +5,25 @@
  *
  * Workloads (every client thread has its own EQ, hence its own channel, on one shared
  * connection, as an application would):
- *  - create-seal: per round, B creates (COFFER_CREATE_REPLACE over a per-thread key space,
- *    so the store's population stays bounded) published as one batch; each completion
- *    copies the payload in and launches its seal (COFFER_SEAL_RELEASE) on the same event;
- *    the round ends when all B seals completed. One op = one object created, written,
- *    sealed and released.
- *  - get-release: keys pre-populated (untimed); per round, B gets, each completion checks
- *    size and content and launches its release; the round ends when all B releases
- *    completed. One op = one get + one release.
+ *  - create-seal: B slots each cycle create (COFFER_CREATE_REPLACE over a per-thread key
+ *    space, so the store's population stays bounded) -> copy the payload in -> seal
+ *    (COFFER_SEAL_RELEASE) -> next key, every stage launched from the completion of the
+ *    previous one, so each poll's completions go back to the store as one batch. One op =
+ *    one object created, written, sealed and released.
+ *  - get-release: keys pre-populated (untimed); B slots each cycle get (size and content
+ *    checked) -> release -> next key. One op = one get + one release.
  *  - put: one thread, create + memcpy + seal (+ release) of 1 MiB .. 1 GiB objects (capped
  *    by the store's capacity), in GB/s of payload, each size followed at once by the same
  *    memcpy into a prefaulted private buffer (impl "memcpy"): the ratio is taken in one run.
  * B is the batch size (requests in flight per thread); B = 1 is one round trip per call.
+ * Large puts are measured at batch 1 (create, copy, seal, each waited for) and, when two
+ * objects fit, at batch 2 (the seal of one object and the create of the next travel in one
+ * batch).
  *
  * Verification: every completion's status must be 0, every get must return the size and
- * content written, ops counted by threads must equal the completions seen, and after the
+ * content written, every request must complete exactly once (a completion of a slot that
+ * is not in flight, or of an unknown event, is an error; a lost one hangs the run), the
+ * threads' EQs must be idle at the end (destroy without force succeeds), and after the
  * run the store must hold no unsealed object and be back to its used bytes before the run
  * (all keys deleted). Any failure marks the row FAIL and makes the exit status 1.
  *
@@ -65,6 +69,7 @@ struct st_shared {
 	unsigned int batch;
 	bool get_release;
 	unsigned int run_id;	     /* separates key spaces of successive runs */
+	uint64_t keys;		     /* per thread: --keys rounded up to a multiple of batch */
 	atomic_uint_fast64_t errors; /* summed by each thread's cleanup; read after join */
 	atomic_int first_err;
 };
@@ -77,11 +82,11 @@ struct st_thread {
 	const void *rd[ST_MAX_BATCH];
 	uint64_t rsize[ST_MAX_BATCH];
 	uint64_t key[ST_MAX_BATCH];
-	uint8_t stage[ST_MAX_BATCH]; /* 0: first stage running, 1: second, 2: finished */
+	uint8_t stage[ST_MAX_BATCH];  /* 0: first stage running, 1: second, 2: finished */
+	uint64_t round[ST_MAX_BATCH]; /* keys used by each slot so far */
 	uint8_t *payload;
 	uint64_t errors;
 	int first_err;
-	uint64_t cursor;
 	bool events_ready;
 };
 
@@ -169,51 +174,6 @@ static void st_fail(struct st_thread *ts, int err)
 		ts->first_err = err;
 }
 
-/*
- * Polls until the @n requests of this round went through both stages. A completion of a
- * slot in its first stage runs @first (which launches the second stage on the same event);
- * a completion in the second stage finishes the slot. The stage is tracked per slot: one
- * poll can return first-stage and second-stage completions together.
- */
-static void st_reap(struct bench_thread *t, unsigned int n,
-		    bool (*first)(struct bench_thread *t, unsigned int slot))
-{
-	struct st_thread *ts = t->tls;
-	struct coffer_event *done[ST_MAX_BATCH];
-	unsigned int finished = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		ts->stage[i] = 0;
-	while (finished < n) {
-		int k = coffer_eq_poll(ts->eq, 1, -1, ST_MAX_BATCH, done);
-
-		if (k < 0) {
-			st_fail(ts, k);
-			return;
-		}
-		for (int i = 0; i < k; i++) {
-			unsigned int slot = (unsigned int)(done[i] - ts->ev);
-
-			if (slot >= n || ts->stage[slot] > 1) {
-				st_fail(ts, -EPROTO); /* not ours, or completed twice */
-				continue;
-			}
-			if (done[i]->ev_error != 0) {
-				st_fail(ts, done[i]->ev_error);
-				ts->stage[slot] = 2;
-				finished++;
-				continue;
-			}
-			if (ts->stage[slot] == 0 && first(t, slot)) {
-				ts->stage[slot] = 1;
-				continue;
-			}
-			ts->stage[slot] = 2;
-			finished++;
-		}
-	}
-}
-
 /* ---- create-seal and get-release ------------------------------------------------------------ */
 
 static void st_cleanup(struct bench_thread *t);
@@ -229,7 +189,7 @@ static int st_setup(struct bench_thread *t)
 	if (!ts)
 		return -ENOMEM;
 	t->tls = ts;
-	ts->oh = calloc(o->keys, sizeof(*ts->oh));
+	ts->oh = calloc(sh->keys, sizeof(*ts->oh));
 	ts->payload = malloc(o->obj_size ? o->obj_size : 1);
 	rc = !ts->oh || !ts->payload ? -ENOMEM : st_setup_keys(t);
 	if (rc < 0)
@@ -254,7 +214,7 @@ static int st_setup_keys(struct bench_thread *t)
 			return rc;
 	}
 	ts->events_ready = true;
-	for (uint64_t k = 0; k < o->keys; k++) {
+	for (uint64_t k = 0; k < sh->keys; k++) {
 		struct coffer_oid oid;
 
 		st_oid(&oid, sh->run_id, t->id, k);
@@ -321,39 +281,87 @@ static bool gr_got(struct bench_thread *t, unsigned int slot)
 	return rc == 0;
 }
 
-static void st_body(struct bench_thread *t)
+/* Launches the first stage (create or get) of @slot on its next key. Return: 0 or -errno. */
+static int st_launch_first(struct bench_thread *t, unsigned int slot)
 {
 	struct st_shared *sh = t->run->arg;
 	const struct st_opts *o = sh->o;
 	struct st_thread *ts = t->tls;
-	unsigned int b = sh->batch;
+	/* slot i only ever uses keys congruent to i modulo the batch (keys is a multiple of
+	 * it), so no key is ever in flight twice */
+	uint64_t k = (slot + (uint64_t)sh->batch * ts->round[slot]++) % sh->keys;
 
-	while (!bench_should_stop(t) && !ts->errors) {
-		unsigned int launched = 0;
+	ts->key[slot] = k;
+	ts->stage[slot] = 0;
+	if (sh->get_release)
+		return coffer_obj_get(ts->oh[k], 0, &ts->rd[slot], &ts->rsize[slot], &ts->ev[slot]);
+	return coffer_obj_create(ts->oh[k], o->obj_size, COFFER_CREATE_REPLACE, &ts->wr[slot],
+				 &ts->ev[slot]);
+}
 
-		for (unsigned int i = 0; i < b; i++) {
-			uint64_t k = (ts->cursor + i) % o->keys;
-			int rc;
+/*
+ * Steady state with `batch` requests in flight: each slot cycles first stage -> second stage
+ * -> first stage of its next key..., relaunched from the completion that freed it, so one
+ * poll's worth of completions goes back to the store as one batch (the second stage of some
+ * slots beside the first stage of others). One op = both stages of one key. After the stop
+ * flag no first stage is launched; the slots drain and their ops count (the harness times
+ * the body to its end).
+ */
+static void st_body(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	unsigned int b = sh->batch, running = 0;
+	struct coffer_event *done[ST_MAX_BATCH];
 
-			ts->key[i] = k;
-			if (sh->get_release)
-				rc = coffer_obj_get(ts->oh[k], 0, &ts->rd[i], &ts->rsize[i],
-						    &ts->ev[i]);
-			else
-				rc =
-				    coffer_obj_create(ts->oh[k], o->obj_size, COFFER_CREATE_REPLACE,
-						      &ts->wr[i], &ts->ev[i]);
-			if (rc < 0) {
-				st_fail(ts, rc);
-				break;
-			}
-			launched++;
+	for (unsigned int i = 0; i < b; i++) {
+		int rc = st_launch_first(t, i);
+
+		if (rc < 0) {
+			st_fail(ts, rc);
+			break;
 		}
-		/* first stage: its completions launch the second stage on the same events */
-		st_reap(t, launched, sh->get_release ? gr_got : cs_created);
-		if (launched == b && !ts->errors)
-			t->ops += b;
-		ts->cursor += b;
+		running++;
+	}
+	while (running > 0) {
+		bool stop = bench_should_stop(t) || ts->errors;
+		int k = coffer_eq_poll(ts->eq, 1, -1, ST_MAX_BATCH, done);
+
+		if (k < 0) {
+			st_fail(ts, k);
+			return;
+		}
+		for (int i = 0; i < k; i++) {
+			unsigned int slot = (unsigned int)(done[i] - ts->ev);
+			int rc = 0;
+
+			if (slot >= b || ts->stage[slot] > 1) {
+				st_fail(ts, -EPROTO); /* not ours, or completed twice */
+				continue;
+			}
+			if (done[i]->ev_error != 0) {
+				st_fail(ts, done[i]->ev_error);
+				ts->stage[slot] = 2;
+				running--;
+				continue;
+			}
+			if (ts->stage[slot] == 0) {
+				if ((sh->get_release ? gr_got : cs_created)(t, slot)) {
+					ts->stage[slot] = 1;
+					continue;
+				}
+				ts->stage[slot] = 2; /* the second stage failed to launch */
+				running--;
+				continue;
+			}
+			t->ops++;
+			if (stop || (rc = st_launch_first(t, slot)) < 0) {
+				if (rc < 0)
+					st_fail(ts, rc);
+				ts->stage[slot] = 2;
+				running--;
+			}
+		}
 	}
 }
 
@@ -366,7 +374,7 @@ static void st_cleanup(struct bench_thread *t)
 
 	if (!ts)
 		return;
-	for (uint64_t k = 0; ts->oh && k < sh->o->keys; k++) {
+	for (uint64_t k = 0; ts->oh && k < sh->keys; k++) {
 		struct coffer_oid oid;
 		int rc;
 
@@ -426,8 +434,13 @@ static bool st_store_clean(coffer_handle_t conn, const struct coffer_store_info 
 static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_release,
 		    unsigned int batch, unsigned int threads, unsigned int run_id)
 {
-	struct st_shared sh = {
-	    .o = o, .conn = conn, .batch = batch, .get_release = get_release, .run_id = run_id};
+	struct st_shared sh = {.o = o,
+			       .conn = conn,
+			       .batch = batch,
+			       .get_release = get_release,
+			       .run_id = run_id,
+			       /* each slot owns the keys of its residue class modulo the batch */
+			       .keys = (o->keys + batch - 1) / batch * batch};
 	struct bench_run run = {.nthreads = threads,
 				.seconds = o->seconds,
 				.arg = &sh,
