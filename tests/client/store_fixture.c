@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/client/store_fixture.c - see store_fixture.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -16,6 +17,46 @@
 extern char **environ;
 
 #include "store_fixture.h"
+
+/*
+ * The store started last, killed if this process ends without store_stop(): a failed
+ * assertion that ends the process, exit() from a library, or a sanitizer report (the
+ * sanitizer's death callback). Never leave a store running.
+ */
+static volatile pid_t g_live_pid = -1;
+
+void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
+
+static void kill_live_store(void)
+{
+	pid_t pid = g_live_pid;
+
+	if (pid > 0)
+		kill(pid, SIGKILL);
+}
+
+static void on_fatal_signal(int sig)
+{
+	kill_live_store();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_guards(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	atexit(kill_live_store);
+	if (__sanitizer_set_death_callback)
+		__sanitizer_set_death_callback(kill_live_store);
+	signal(SIGABRT, on_fatal_signal);
+	signal(SIGBUS, on_fatal_signal);
+	signal(SIGFPE, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+}
 
 static void sleep_ms(long ms)
 {
@@ -61,6 +102,8 @@ int store_start(struct store_fixture *f, const char *mem)
 			f->pid = -1;
 			return -rc;
 		}
+		install_guards();
+		g_live_pid = f->pid;
 	}
 	for (int i = 0; i < 1000; i++) { /* up to 10 s on a loaded machine */
 		if (try_connect(f->sock) == 0)
@@ -80,6 +123,7 @@ int store_stop(struct store_fixture *f)
 	int status = 0, rc = -1;
 
 	if (f->pid > 0) {
+		g_live_pid = -1;
 		kill(f->pid, SIGTERM);
 		for (int i = 0; i < 500; i++) {
 			if (waitpid(f->pid, &status, WNOHANG) == f->pid) {
@@ -107,6 +151,7 @@ void store_kill(struct store_fixture *f)
 	int status;
 
 	if (f->pid > 0) {
+		g_live_pid = -1;
 		kill(f->pid, SIGKILL);
 		waitpid(f->pid, &status, 0);
 		f->pid = -1;
