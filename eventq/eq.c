@@ -400,10 +400,12 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 		/* EINTR or a timeout: the caller re-checks and decides */
 		(void)ppoll(&pfd, 1, deadline != NULL ? &left : NULL, NULL);
 
-	if (hook != NULL && hook->arm != NULL) {
+	if (hook != NULL) {
+		/* The hook we armed may have been detached (and freed after a grace period)
+		 * while we slept: dereference it only inside a new read-side section, after
+		 * checking it is still the attached one. */
 		coffer__rcu_read_lock();
-		/* disarm only the hook we armed, and only while it is still attached */
-		if (hook_deref(eq) == hook && hook->disarm != NULL)
+		if (hook_deref(eq) == hook && hook->arm != NULL && hook->disarm != NULL)
 			hook->disarm(hook->arg);
 		coffer__rcu_read_unlock();
 	}

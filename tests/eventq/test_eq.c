@@ -898,6 +898,62 @@ static void test_detach_while_polling(void **state)
 	}
 }
 
+/* A hook detached while a poller sleeps on the EQ: the poller wakes and must not touch the
+ * detached (freed) hook. Caught under ASan as a use-after-free before eq.c re-checked it. */
+static _Atomic int sd_armed;
+
+static int sd_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int sd_arm(void *arg)
+{
+	(void)arg;
+	atomic_store(&sd_armed, 1);
+	return 0;
+}
+
+static void sd_disarm(void *arg)
+{
+	(void)arg;
+}
+
+struct sleep_detach {
+	coffer_handle_t eqh;
+	int rc;
+};
+
+static void *sd_poller(void *arg)
+{
+	struct sleep_detach *sd = arg;
+	struct coffer_event *evs[1];
+
+	sd->rc = coffer_eq_poll(sd->eqh, 0, 300 * 1000, 1, evs);
+	return NULL;
+}
+
+static void test_detach_while_sleeping(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = sd_progress, .arm = sd_arm, .disarm = sd_disarm, .arg = NULL};
+	struct sleep_detach sd = {.eqh = new_eq(), .rc = 1};
+	pthread_t t;
+
+	(void)state;
+	atomic_store(&sd_armed, 0);
+	assert_int_equal(coffer__eq_set_progress(sd.eqh, &hook), 0);
+	assert_int_equal(pthread_create(&t, NULL, sd_poller, &sd), 0);
+	while (!atomic_load(&sd_armed))
+		sched_yield();
+	sleep_ms(30); /* the poller is in ppoll, outside any read-side section */
+	assert_int_equal(coffer__eq_set_progress(sd.eqh, NULL), 0); /* frees the hook copy */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(sd.rc, 0); /* timed out with nothing: 0 events */
+	assert_int_equal(coffer_eq_destroy(sd.eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1072,6 +1128,7 @@ int main(void)
 	    T(test_event_test),
 	    T(test_progress_hook),
 	    T(test_detach_while_polling),
+	    T(test_detach_while_sleeping),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 #undef T
