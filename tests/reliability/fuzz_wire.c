@@ -189,6 +189,13 @@ static void settle(int check_fds)
 	close(qfd);
 }
 
+/* At exit: remove the socket and its directory (the store thread dies with the process). */
+static void cleanup(void)
+{
+	unlink(g_sock);
+	rmdir(g_dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -202,6 +209,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	strcpy(g_dir, "/tmp/coffer-fuzz-wire-XXXXXX");
 	WIRE_ASSERT(mkdtemp(g_dir) != NULL);
 	snprintf(g_sock, sizeof(g_sock), "%s/s.sock", g_dir);
+	atexit(cleanup);
 	g_cfg.arena_bytes = 8u << 20;
 	g_cfg.socket_path = g_sock;
 	g_cfg.hugepages = COFFER_HP_OFF;
