@@ -67,7 +67,7 @@ enum { K_LISTEN = 1, K_SIGNAL = 2, K_SESS = 3, K_DOORBELL = 4 };
 struct sess;
 
 struct chan {
-	int kind; /* K_DOORBELL: first member, epoll data points here */
+	int kind; /* K_DOORBELL */
 	struct sess *s;
 	uint32_t id;
 	int memfd, req_efd, rep_efd;
@@ -116,6 +116,7 @@ struct store {
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
 	int lkind, sigkind;
+	int dbkind; /* K_DOORBELL: what every channel's doorbell event points at */
 	int listen_paused;
 	uint64_t resume_listen_us;
 	int stop;
@@ -467,9 +468,12 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	c->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (c->req_efd < 0)
 		goto fail;
-	/* Edge-triggered: every client write is one wake-up; the store never reads it. */
+	/* Edge-triggered: every client write is one wake-up; the store never reads it. The
+	 * event points at the store, never at the channel: a CHANNEL_CLOSE handled earlier in
+	 * the same epoll_wait() batch frees the channel, and a pointer into it would then be
+	 * read after free by dispatch() (found by tests/reliability/fuzz_wire.c). */
 	ev.events = EPOLLIN | EPOLLET;
-	ev.data.ptr = &c->kind;
+	ev.data.ptr = &st->dbkind;
 	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, c->req_efd, &ev) != 0)
 		goto fail;
 	fl = fcntl(rep_efd, F_GETFL);
@@ -988,6 +992,7 @@ static int make_listener(struct store *st)
 	}
 	st->lfd = fd;
 	st->lkind = K_LISTEN;
+	st->dbkind = K_DOORBELL;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &st->lkind;
 	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {

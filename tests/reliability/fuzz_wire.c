@@ -18,8 +18,8 @@
  *   3 a raw u32 into one ring index (req.prod, rep.cons, either consumer_sleeping)
  *   4 read whatever the store sent (socket and reply rings), as a well-behaved client would
  *   5 CHANNEL_CLOSE of channel (arg & 3), also of ids never opened
- *   6 ring the store's doorbell of a channel (only with REL_WIRE_KNOWN_BUGS=1 until the
- *     chan-close-uaf bug is fixed, see below)
+ *   6 ring the store's doorbell of a channel (also right after closing it: the
+ *     chan-close use-after-free this target found, tests/reliability/chanclose_test.c)
  *
  * Oracles (abort = finding; ASan/UBSan see inside the store thread too): every REPLY entry
  * and ring reply carries a status in [-4095, 0]; after the client disconnects the store
@@ -67,7 +67,6 @@ static struct coffer__store_cfg g_cfg;
 static char g_dir[64], g_sock[108];
 static int g_fds0;
 static volatile int g_store_exited; /* written by the store thread only when it returns */
-static int g_known_bugs;	    /* REL_WIRE_KNOWN_BUGS: do not steer around known bugs */
 
 struct wchan {
 	int open;
@@ -205,7 +204,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	signal(SIGPIPE, SIG_IGN);
-	g_known_bugs = getenv("REL_WIRE_KNOWN_BUGS") != NULL;
 	strcpy(g_dir, "/tmp/coffer-fuzz-wire-XXXXXX");
 	WIRE_ASSERT(mkdtemp(g_dir) != NULL);
 	snprintf(g_sock, sizeof(g_sock), "%s/s.sock", g_dir);
@@ -324,38 +322,6 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 	ch[k].prod = ch[k].cons = 0;
 	ch[k].req_efd = fds[1];
 	ch[k].rep_efd = efd;
-}
-
-/* Read the store's messages until the answer to a CHANNEL_CLOSE (reply or ERROR) or 2 s. */
-static void wait_close_answer(int sock, struct wchan *ch)
-{
-	unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
-	struct pollfd p = {.fd = sock, .events = POLLIN};
-	int fds[COFFER_MSG_FDS_MAX], i;
-	unsigned int nfds, j;
-
-	(void)ch;
-	for (i = 0; i < 256 && poll(&p, 1, 2000) == 1; i++) {
-		struct coffer_msg_hdr h;
-		long n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX,
-					  MSG_DONTWAIT);
-
-		if (n <= 0)
-			return; /* closed: nothing more will come */
-		for (j = 0; j < nfds; j++)
-			close(fds[j]);
-		if (coffer__msg_check(buf, (size_t)n, &h) != 0)
-			continue;
-		if (h.type == COFFER_MSG_REPLY)
-			for (j = 0; j < h.count; j++) {
-				struct coffer_rep r;
-
-				memcpy(&r, buf + sizeof(h) + j * sizeof(r), sizeof(r));
-				WIRE_ASSERT(r.status <= 0 && r.status >= -4095);
-			}
-		if (h.type == COFFER_MSG_CHANNEL_CLOSE_REPLY || h.type == COFFER_MSG_ERROR)
-			return;
-	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -479,33 +445,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			m.cc.channel_id = (fh >> 3) & 0x7;
 			if (coffer__send_fds(sock, &m, sizeof(m), NULL, 0, MSG_DONTWAIT) < 0)
 				break;
-			if (g_known_bugs)
-				break;
-			/*
-			 * KNOWN BUG (tests/reliability/knownbug_test.c, chan-close-uaf): a doorbell
-			 * rung while the store has not yet handled the CHANNEL_CLOSE makes it use
-			 * the freed channel. Until that is fixed, wait for the answer and forget
-			 * the channel before going on (REL_WIRE_KNOWN_BUGS=1 fuzzes without this).
-			 */
-			wait_close_answer(sock, ch);
-			for (k = 0; k < 4; k++)
-				if (ch[k].open && ch[k].id == m.cc.channel_id) {
-					munmap(ch[k].map, ch[k].bytes);
-					close(ch[k].req_efd);
-					close(ch[k].rep_efd);
-					ch[k].open = 0;
-				}
+			/* A doorbell may follow at once (case 6): the store must not touch the
+			 * channel it freed (tests/reliability/chanclose_test.c). */
 			break;
 		}
 		case 6: /* doorbell */
-			/*
-			 * KNOWN BUG (tests/reliability/knownbug_test.c, chan-close-uaf): a doorbell
-			 * event the store has not dispatched yet when it handles a CHANNEL_CLOSE
-			 * (or a disconnect) of that channel makes it read the freed channel. Until
-			 * that is fixed the harness rings no doorbell (the store still finds ring
-			 * entries by polling); REL_WIRE_KNOWN_BUGS=1 rings them.
-			 */
-			if (c->open && g_known_bugs)
+			if (c->open)
 				(void)!write(c->req_efd, &one, sizeof(one));
 			break;
 		default:

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tests/reliability/knownbug_test.c - minimal reproductions of bugs found by the reliability
- * tests and not yet fixed (suite 'known-bug', which CI does not run). Each one fails while
- * its bug is there; move it into its proper test once it passes.
+ * tests/reliability/chanclose_test.c - a CHANNEL_CLOSE racing that channel's doorbell.
  *
- * chan-close-uaf (found by tools/fuzz.sh --target wire): when a CHANNEL_CLOSE and a ring of
- * that channel's request doorbell arrive together, tools/store.c handles the session's
- * event first - chan_close() frees the struct chan - and then dispatches the doorbell
- * event of the same epoll_wait() batch, whose data.ptr points into the freed struct
- * (dispatch(): `int kind = *(int *)ev->data.ptr;`): a heap use-after-free any client can
- * trigger. Under ASan the store aborts; in a release build it reads freed memory and may
- * misdispatch. The test: a client rings the doorbell and closes the channel back to back,
- * 3,000 times, while a second client keeps the store busy so that events batch up; the
- * store must stay alive and stop cleanly (exit 0, which ASan's abort breaks). Reliable in
- * the ASan build (build/asan); a release build does not detect it.
+ * Found by tools/fuzz.sh --target wire: when a CHANNEL_CLOSE and a ring of that channel's
+ * request doorbell arrived in one epoll_wait() batch, the store handled the session's event
+ * first - chan_close() freed the struct chan - and then dispatched the doorbell event, whose
+ * data.ptr pointed into the freed struct: a heap use-after-free any client could trigger.
+ * Doorbell events now point at the store, never at a channel (tools/store.c). The test: a
+ * client rings the doorbell and closes the channel back to back, 3,000 times, while a
+ * second client keeps the store busy so that events batch up; the store must stay alive and
+ * stop cleanly (exit 0, which ASan's abort would break). It failed reliably in the ASan
+ * build before the fix; a release build cannot detect the bug.
  */
 #include <errno.h>
 #include <setjmp.h>
