@@ -67,11 +67,15 @@ command -v fio >/dev/null || skip "fio is not installed"
 command -v jq >/dev/null || skip "jq is not installed (tools/setup.sh installs it)"
 [ -x "$store_bin" ] || skip "no coffer-store at $store_bin (build first, or --store)"
 [ -f "$engine" ] || skip "no fio engine at $engine (configure with -Dfio_source, or --engine)"
+store_bin=$(realpath "$store_bin")
+engine=$(realpath "$engine")
 stat_bin=$(dirname "$store_bin")/coffer-stat
 [ -x "$stat_bin" ] || skip "no coffer-stat beside $store_bin"
 
 work=$(mktemp -d /tmp/coffer-soak.XXXXXX)
 sock=$work/s.sock
+# fio writes its verify state files (NAME-N-verify.state) into the current directory
+cd "$work" || exit 1
 store_pid=""
 killer_pid=""
 cleanup() {
