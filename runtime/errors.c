@@ -5,12 +5,17 @@
  * C library's, with coffer's meaning for the codes whose usual text would mislead.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include <coffer/common.h>
 
 COFFER_API const char *coffer_strerror(int err)
 {
+	const char *desc;
+
+	if (err == INT_MIN)
+		return "unknown error";
 	if (err < 0)
 		err = -err;
 	switch (err) {
@@ -45,8 +50,10 @@ COFFER_API const char *coffer_strerror(int err)
 	case EAGAIN:
 		return "try again (channel full)";
 	default:
-		/* strerror() is not thread-safe in general; glibc's returns static strings for
-		 * known codes, which is all that reaches here. */
-		return strerror(err);
+		/* Not strerror(): for codes it does not know, glibc formats into a per-thread
+		 * buffer that the next such call frees, so the pointer would not stay valid.
+		 * strerrordesc_np() (glibc >= 2.32) returns static text or NULL. */
+		desc = strerrordesc_np(err);
+		return desc ? desc : "unknown error";
 	}
 }

@@ -6,6 +6,7 @@
  * unaffected).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -363,12 +364,32 @@ static void test_host_uses_liburcu(void **state)
 	assert_int_equal(frees, 1);
 }
 
+/* coffer_strerror() returns static text for every int, known or not: the pointer stays valid
+ * after later calls (glibc's strerror() buffer for unknown codes would be freed by them). */
+static void test_strerror(void **state)
+{
+	const char *unknown = coffer_strerror(-9999);
+	const char *min = coffer_strerror(INT_MIN);
+	char copy[64];
+
+	(void)state;
+	snprintf(copy, sizeof(copy), "%s", unknown);
+	for (int e = -200; e <= 200; e++)
+		assert_non_null(coffer_strerror(e));
+	assert_string_equal(unknown, copy);
+	assert_non_null(min);
+	assert_string_equal(coffer_strerror(0), "success");
+	assert_string_equal(coffer_strerror(-ENOENT), coffer_strerror(ENOENT));
+	assert_string_equal(coffer_strerror(-EPIPE), "Broken pipe");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_thread_exit_without_unregister),
 	    cmocka_unit_test(test_fork),
 	    cmocka_unit_test(test_host_uses_liburcu),
+	    cmocka_unit_test(test_strerror),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
