@@ -971,6 +971,10 @@ int coffer__event_eq(const struct coffer_event *ev, coffer_handle_t *eqh)
 /* Pins the channel of (@connh, @eqh), opening it when needed. */
 static int chan_get(coffer_handle_t connh, coffer_handle_t eqh, struct coffer__chan **chp)
 {
+	/* Not a connection handle at all (an object or EQ handle, 0): the caller's mistake,
+	 * -EINVAL. A connection handle that is not (or no longer) in the hash: -ENOTCONN. */
+	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
+		return -EINVAL;
 	for (int tries = 0; tries < 4; tries++) {
 		struct coffer__conn *conn;
 		struct coffer__chan *ch;

@@ -220,7 +220,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			goto out;
 		}
 		if (n < 0) {
-			rc = n == -EMSGSIZE ? -EPROTO : (int)n;
+			rc = n == -EMSGSIZE ? -EPROTO : n == -EAGAIN ? -ETIMEDOUT : (int)n;
 			goto out;
 		}
 		rc = coffer__msg_check(in, (size_t)n, &hdr);
@@ -368,6 +368,13 @@ static int conn_socket(const char *path)
 		close(fd);
 		return rc;
 	}
+	/* Control answers are bounded in time: a stopped store or a socket that is not a
+	 * coffer-store makes connect (and later control calls) fail with -ETIMEDOUT. */
+	rc = coffer__sock_set_timeout(fd, COFFER_CTL_TIMEOUT_MS);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
 	return fd;
 }
 
@@ -403,7 +410,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 {
 	char defpath[108];
 	struct coffer__conn *conn;
-	struct coffer_hello_reply hello;
+	struct coffer_hello_reply hello = {0};
 	int fd, arena_fd = -1, rc;
 
 	if (!connh)

@@ -11,6 +11,7 @@
  * lesson that a store must validate everything and never die on a client's behalf.
  */
 #include <errno.h>
+#include <sys/time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,5 +283,15 @@ int coffer__default_socket_path(char *buf, size_t len)
 	}
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+int coffer__sock_set_timeout(int sock, unsigned int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+
+	if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+	    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
+		return -errno;
 	return 0;
 }

@@ -133,6 +133,21 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
 		      unsigned int maxfds, int flags);
 
+/* How long a client waits for the store's answer to one control message (HELLO,
+ * CHANNEL_OPEN, QUERY): a store that is alive is single-threaded and answers in microseconds;
+ * one that is stopped (SIGSTOP) or is not a coffer-store must not hang its clients. */
+#define COFFER_CTL_TIMEOUT_MS 10000
+
+/**
+ * coffer__sock_set_timeout() - bound blocking sends and receives on @sock.
+ * @sock: a socket.
+ * @ms: milliseconds (SO_RCVTIMEO and SO_SNDTIMEO); a blocking call that waits longer fails
+ *      with -EAGAIN.
+ * Return: 0, or -errno from setsockopt.
+ * Context: any thread.
+ */
+int coffer__sock_set_timeout(int sock, unsigned int ms);
+
 /**
  * coffer__default_socket_path() - where coffer-store listens when -s is not given, and
  * where coffer_connect(NULL) looks: $COFFER_SOCKET if set and non-empty; else

@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    coffer__sock_set_timeout(fd, COFFER_CTL_TIMEOUT_MS) != 0) {
 		fprintf(stderr, "coffer-stat: cannot connect to %s: %s\n", path, strerror(errno));
 		return 1;
 	}
@@ -84,7 +85,10 @@ int main(int argc, char **argv)
 	close(fd);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
 	    h.type != COFFER_MSG_QUERY_REPLY) {
-		fprintf(stderr, "coffer-stat: bad or no reply from %s\n", path);
+		fprintf(stderr, "coffer-stat: %s from %s\n",
+			n == -EAGAIN ? "no reply in time (store stopped, or not a coffer-store?)"
+				     : "bad or no reply",
+			path);
 		return 1;
 	}
 	memcpy(&info, buf + sizeof(h), sizeof(info));

@@ -76,7 +76,8 @@ struct coffer_store_info {
  * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
  * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
- * -ENOMEM; other -errno from socket(2), connect(2), mmap(2), pthread_create(3).
+ * -ETIMEDOUT (no answer within COFFER_CTL_TIMEOUT_MS = 10 s: a stopped store, or a socket
+ * that is not a coffer-store); -ENOMEM; other -errno from socket(2), connect(2), mmap(2), pthread_create(3).
  * Context: any thread; blocks for one round trip on the socket; not inside an RCU
  * read-side section.
  * Lifetime: the handle is valid until coffer_disconnect(); after a fork(), the child's copy
@@ -316,7 +317,8 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
  * @present: out: true when sealed and present.
  * @ev: NULL (blocking) or an event.
  *
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no such connection); -ENOTCONN; -EAGAIN.
+ * Return (or ev_error): 0; -EINVAL (@connh is not a connection handle, or NULL pointers);
+ * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN.
  */
 COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
 				   bool *present, struct coffer_event *ev);
