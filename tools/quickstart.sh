@@ -102,11 +102,15 @@ fi
 fio_ok=0
 if [ -n "$engine" ] && [ -f "$jobs_dir/randrw.fio" ]; then
 	say "fio 4k randrw through the coffer engine (${runtime}s)"
-	if COFFER_FIO_ENGINE=$engine fio --output-format=json --runtime="$runtime" \
-		--ioengine="external:$here/$engine" "$jobs_dir/randrw.fio" >"$work/randrw.json" 2>"$work/randrw.err"; then
+	# fio gives a job file's values precedence over the command line, so the runtime is
+	# set in a copy of the job files.
+	cp "$jobs_dir/randrw.fio" "$jobs_dir/common.inc" "$work/"
+	sed -i "s/^runtime=.*/runtime=$runtime/" "$work/common.inc"
+	if (cd "$work" && fio --output-format=json --ioengine="external:$here/$engine" \
+		randrw.fio) >"$work/randrw.json" 2>"$work/randrw.err"; then
 		R[fio_read_iops]=$(jq '[.jobs[].read.iops] | add | floor' "$work/randrw.json")
 		R[fio_write_iops]=$(jq '[.jobs[].write.iops] | add | floor' "$work/randrw.json")
-		R[fio_depth]=$(jq -r '.jobs[0].iodepth_level | to_entries | map(select(.value > 0)) | last | .key' "$work/randrw.json")
+		R[fio_depth]=$(jq -r '.jobs[0].iodepth_level | ((.["16"] // 0) + (.[">=64"] // 0) + (.["32"] // 0)) | floor' "$work/randrw.json")
 		fio_ok=1
 	else
 		cat "$work/randrw.err" >&2
@@ -135,15 +139,17 @@ echo
 echo "================ coffer quickstart summary ================"
 printf '%-40s %s\n' "machine" "$cores cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 printf '%-40s %s\n' "store arena" "$size, hugepages ${R[hugepages]}"
-for k in $(printf '%s\n' "${!R[@]}" | grep '^obj_open/' | sort); do
-	IFS=/ read -r _ wl thr <<<"$k"
-	printf '%-40s %s\n' "obj_open $wl, $thr threads (ops/s)" "${R[$k]}"
+for wl in open close open-close; do
+	for k in $(printf '%s\n' "${!R[@]}" | grep "^obj_open/$wl/" | sort -t/ -k3n); do
+		thr=${k##*/}
+		printf '%-40s %s\n' "obj_open $wl, $thr thread(s) (ops/s)" "${R[$k]}"
+	done
 done
 [ -n "${R[obj_open_error]:-}" ] && printf '%-40s %s\n' "obj_open" "FAILED (see above)"
 if [ "$fio_ok" -eq 1 ]; then
 	printf '%-40s %s\n' "fio 4k randrw read IOPS" "${R[fio_read_iops]}"
 	printf '%-40s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
-	printf '%-40s %s\n' "fio deepest IO depth reached" "${R[fio_depth]}"
+	printf '%-40s %s\n' "fio I/Os issued at depth >= 16" "${R[fio_depth]}%"
 fi
 [ -n "${R[fio_error]:-}" ] && printf '%-40s %s\n' "fio randrw" "FAILED (see above)"
 [ -n "${R[verify]:-}" ] && printf '%-40s %s\n' "fio verify=crc32c" "${R[verify]}"
