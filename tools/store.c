@@ -1028,6 +1028,7 @@ static int setup(struct store *st)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP); /* its terminal went away: stop as cleanly (unlink the socket) */
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN); /* belt and braces: every send uses MSG_NOSIGNAL */
 	st->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -34,7 +34,8 @@ static const char usage[] =
     "  --help                 this text\n"
     "\n"
     "Prints 'coffer-store: ready ...' on stderr when it accepts clients; stops cleanly on\n"
-    "SIGTERM or SIGINT (removes the socket). Exit status: 0 clean stop, 1 start-up failure,\n"
+    "SIGTERM, SIGINT or SIGHUP (removes the socket). Exit status: 0 clean stop, 1 start-up "
+    "failure,\n"
     "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n";
 
 static int bad(const char *fmt, const char *arg)

@@ -538,6 +538,12 @@ static int cf_init(struct thread_data *td)
 	unsigned int slots;
 	int rc;
 
+	/* fio checks an option's range only when its minimum is non-zero, so a negative
+	 * coffer_spin_us arrives here as a huge unsigned value. */
+	if (o->spin_us > 1000000) {
+		log_err("fio: coffer: coffer_spin_us must be 0..1000000 microseconds\n");
+		return 1;
+	}
 	cd = calloc(1, sizeof(*cd));
 	if (!cd) {
 		td_verror(td, ENOMEM, "coffer init");
