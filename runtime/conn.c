@@ -219,8 +219,16 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			rc = -ENOTCONN;
 			goto out;
 		}
+		if (n == -EAGAIN) {
+			/* No answer in COFFER_CTL_TIMEOUT_MS: the store is stopped or wedged. Its
+			 * late answer would be taken for the next request's, so the connection is
+			 * failed rather than reused. */
+			rc = -ETIMEDOUT;
+			coffer__conn_fail(conn, rc);
+			goto out;
+		}
 		if (n < 0) {
-			rc = n == -EMSGSIZE ? -EPROTO : n == -EAGAIN ? -ETIMEDOUT : (int)n;
+			rc = n == -EMSGSIZE ? -EPROTO : (int)n;
 			goto out;
 		}
 		rc = coffer__msg_check(in, (size_t)n, &hdr);

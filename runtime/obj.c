@@ -38,9 +38,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eventq/event_internal.h"
 #include "runtime/client.h"
+#include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
 struct obj_rec {
@@ -235,6 +237,46 @@ void coffer__obj_atfork_child(void)
 
 /* ---- one path for every operation ---------------------------------------------------- */
 
+static uint64_t obj_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* How long a blocking call waits for a live store: the longest get timeout among @reqs plus
+ * COFFER_CTL_TIMEOUT_MS; -1 (no bound) when a get waits forever. */
+static int64_t obj_wait_budget_us(const struct coffer__reqd *reqs, unsigned int n)
+{
+	int64_t longest = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (reqs[i].op != COFFER_OP_GET)
+			continue;
+		if (reqs[i].timeout_us < 0)
+			return -1;
+		if (reqs[i].timeout_us > longest)
+			longest = reqs[i].timeout_us;
+	}
+	if (longest > INT64_MAX / 2)
+		return -1;
+	return longest + (int64_t)COFFER_CTL_TIMEOUT_MS * 1000;
+}
+
+/* The store did not answer in time: fail the connection with -ETIMEDOUT (its monitor then
+ * completes every pending event with an error). */
+static void obj_conn_give_up(coffer_handle_t connh)
+{
+	struct coffer__conn *conn;
+
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (conn)
+		coffer__conn_fail(conn, -ETIMEDOUT);
+	coffer__rcu_read_unlock();
+}
+
 /* @launched (may be NULL): out: whether the requests went out (then @bulk is not ours). */
 static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsigned int n,
 		    struct coffer__bulk *bulk, struct coffer_event *ev, bool *launched)
@@ -274,13 +316,29 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	if (launched)
 		*launched = true;
 	/* Launched: the result arrives through the event, whatever happens to the store (its
-	 * death completes it with -ENOTCONN), so this wait ends. */
+	 * death completes it with -ENOTCONN), so this wait ends - unless the store is alive but
+	 * never answers (stopped with SIGSTOP, wedged). A live store answers every request
+	 * within its own timeout (0 for everything but a get), so past that plus
+	 * COFFER_CTL_TIMEOUT_MS the connection is failed: every pending event on it, ours
+	 * included, completes with an error (-ETIMEDOUT) and the connection is dead from then
+	 * on. A get
+	 * that waits forever (timeout < 0) is not bounded. */
+	int64_t budget_us = obj_wait_budget_us(reqs, n);
+	uint64_t start = obj_now_us();
+	bool gave_up = false;
+
 	for (;;) {
-		rc = coffer_eq_poll(c->eqh, 1, -1, 1, &done);
+		int64_t slice = budget_us < 0 || gave_up ? -1 : 100 * 1000;
+
+		rc = coffer_eq_poll(c->eqh, 1, slice, 1, &done);
 		if (rc == 1)
 			break;
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
 			return rc;
+		if (!gave_up && budget_us >= 0 && obj_now_us() - start > (uint64_t)budget_us) {
+			obj_conn_give_up(connh);
+			gave_up = true;
+		}
 	}
 	return c->ev.ev_error;
 }

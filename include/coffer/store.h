@@ -8,7 +8,10 @@
  * Pointers returned by create and get point straight into the arena (zero copy); they stay
  * valid until the matching seal+release (creator) or release (reader).
  *
- * Every object operation takes an optional event: ev == NULL blocks until the store answered;
+ * Every object operation takes an optional event: ev == NULL blocks until the store answered
+ * (a store that is alive but silent for the request's own timeout plus 10 s - stopped,
+ * wedged - is treated as dead: the call fails with -ETIMEDOUT or -ENOTCONN and so does every
+ * later call on that connection; a get that waits forever is not bounded);
  * with an event the call returns at once and the result lands in ev->ev_error when the event
  * completes on its EQ (coffer_eq_poll or coffer_event_test). Outputs (pointers, sizes) are
  * written where the call said before the event completes; they must stay valid until then.

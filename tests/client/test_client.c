@@ -14,6 +14,7 @@
  * failures, which the main thread asserts on after joining.
  */
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -874,6 +875,58 @@ static void test_store_killed(void **state)
 	expect_handles_closed(t);
 }
 
+/* A store that is alive but never answers (SIGSTOP) must not hang a blocking call with a
+ * bounded timeout. Two paths: a connection whose channel is already open (the request is in
+ * the ring: after its timeout plus COFFER_CTL_TIMEOUT_MS the connection is failed), and a
+ * fresh connection whose first call must open a channel (the control exchange times out).
+ * Either way the call fails with -ETIMEDOUT or -ENOTCONN and the connection stays dead; the
+ * resumed store is unharmed and holds nothing of ours. */
+static double secs_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) + (double)(b.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void test_store_stopped(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c[2], oh[2];
+	struct coffer_oid oid;
+	struct timespec a;
+	const void *rd;
+	bool present;
+	double secs;
+	int rc;
+
+	make_oid(&oid, 9, 1);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_connect(t->store.sock, &c[i]), 0);
+		assert_int_equal(coffer_obj_open(c[i], &oid, 0, &oh[i]), 0);
+	}
+	/* c[0]'s channel for this thread's blocking calls is open before the store stops */
+	assert_int_equal(coffer_obj_contains(c[0], &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	for (int i = 0; i < 2; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		rc = coffer_obj_get(oh[i], 200 * 1000, &rd, NULL, NULL);
+		secs = secs_since(&a);
+		assert_true(rc == -ETIMEDOUT || rc == -ENOTCONN);
+		assert_true(secs >= 9.5 && secs < 30.0);
+		rc = coffer_obj_get(oh[i], 0, &rd, NULL, NULL); /* the connection stays dead */
+		assert_true(rc == -ETIMEDOUT || rc == -ENOTCONN);
+	}
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+		assert_int_equal(coffer_disconnect(c[i]), 0);
+	}
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- disconnect releases everything ------------------------------------------------------ */
 
 static void test_disconnect_releases(void **state)
@@ -1137,6 +1190,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
 	};
