@@ -295,3 +295,51 @@ int coffer__sock_set_timeout(int sock, unsigned int ms)
 		return -errno;
 	return 0;
 }
+
+int coffer__parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -ERANGE;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end == 'i' && shift != 0)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	if (shift != 0 && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -149,6 +149,16 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 int coffer__sock_set_timeout(int sock, unsigned int ms);
 
 /**
+ * coffer__parse_size() - parse a byte count as the tools' command lines take it.
+ * @s: decimal digits with an optional K, M, G or T suffix (powers of 1024), optionally
+ *     followed by "i" and/or "B" ("4K", "64MiB", "1G", "512").
+ * @out: out: bytes.
+ * Return: 0; -EINVAL (not of that form); -ERANGE (does not fit in 64 bits).
+ * Context: any thread.
+ */
+int coffer__parse_size(const char *s, uint64_t *out);
+
+/**
  * coffer__default_socket_path() - where coffer-store listens when -s is not given, and
  * where coffer_connect(NULL) looks: $COFFER_SOCKET if set and non-empty; else
  * $XDG_RUNTIME_DIR/coffer.sock if that directory exists; else /run/user/UID/coffer.sock if

@@ -27,6 +27,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <coffer/hash.h>
+
 #include "runtime/proto_util.h"
 #include "tools/objtab.h"
 
@@ -103,17 +105,8 @@ uint64_t coffer__now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* ---- hashing: seeded so that clients cannot aim ObjectIDs at one bucket ---- */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+/* ---- hashing: seeded so that clients cannot aim ObjectIDs at one bucket; the bit mixer
+ * is the handle hash's (coffer_hash_mix64) ---- */
 
 static uint64_t oid_hash(const struct coffer__ot *ot, const uint8_t *oid)
 {
@@ -123,12 +116,14 @@ static uint64_t oid_hash(const struct coffer__ot *ot, const uint8_t *oid)
 	memcpy(&a, oid, 8);
 	memcpy(&b, oid + 8, 8);
 	memcpy(&c, oid + 16, 4);
-	return mix(mix(a ^ ot->seed[0]) ^ b) ^ mix(c ^ ot->seed[1]);
+	return coffer_hash_mix64(coffer_hash_mix64(a ^ ot->seed[0]) ^ b) ^
+	       coffer_hash_mix64(c ^ ot->seed[1]);
 }
 
 static uint64_t holder_hash(const struct coffer__ot *ot, const void *owner, const void *obj)
 {
-	return mix((uint64_t)(uintptr_t)owner ^ ot->seed[0]) ^ mix((uint64_t)(uintptr_t)obj);
+	return coffer_hash_mix64((uint64_t)(uintptr_t)owner ^ ot->seed[0]) ^
+	       coffer_hash_mix64((uint64_t)(uintptr_t)obj);
 }
 
 static int grow(void ***buckets, size_t *mask, size_t n, size_t link_off, size_t hash_off)

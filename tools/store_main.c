@@ -46,53 +46,14 @@ static int bad(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* SIZE with an optional K/M/G/T suffix. 0 or -EINVAL / -ERANGE. */
+/* SIZE with an optional K/M/G/T suffix (coffer__parse_size); 0 bytes is refused. */
 static int parse_size(const char *s, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
-	int shift = 0;
+	int rc = coffer__parse_size(s, out);
 
-	if (s[0] < '0' || s[0] > '9')
+	if (rc == 0 && *out == 0)
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -ERANGE;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'i' && shift != 0)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end != '\0' || v == 0)
-		return -EINVAL;
-	if (shift != 0 && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return rc;
 }
 
 int main(int argc, char **argv)

@@ -704,40 +704,12 @@ static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int ru
 	return failed ? -EIO : 0;
 }
 
-/* Parses BYTES with an optional K/M/G suffix (powers of 1024) into [min, max]. */
+/* Parses BYTES with an optional K/M/G/T suffix (coffer__parse_size) into [min, max]. */
 static int st_parse_size(const char *str, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	unsigned int shift = 0;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(str, &end, 10);
-	if (errno || end == str)
-		return -EINVAL;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	v <<= shift;
-	if (v < min || v > max)
+	if (coffer__parse_size(str, &v) != 0 || v < min || v > max)
 		return -EINVAL;
 	*out = v;
 	return 0;

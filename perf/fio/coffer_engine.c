@@ -64,6 +64,7 @@
 
 #include <coffer/common.h>
 #include <coffer/event.h>
+#include <coffer/hash.h>
 #include <coffer/store.h>
 
 #if FIO_IOOPS_VERSION != 31
@@ -173,12 +174,7 @@ static uint64_t cf_hash64(uint64_t seed, const char *a, const char *b)
 		h ^= 0xff;
 		h *= 0x100000001b3ull;
 	}
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
-	return h;
+	return coffer_hash_mix64(h);
 }
 
 static void cf_store_le64(uint8_t *p, uint64_t v)

@@ -5,25 +5,10 @@
 # 1 and 4 MiB. The benchmark verifies its own results (statuses, sizes, content, store back
 # to its baseline) and exits non-zero otherwise; this test passes its exit status on.
 set -eu
-store=$1
 bench=$2
-tmp=$(mktemp -d /tmp/coffer-bench-store-test.XXXXXX)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-"$store" -m 64M -s "$tmp/s.sock" -q &
-pid=$!
-i=0
-while [ ! -S "$tmp/s.sock" ]; do
-	kill -0 "$pid" 2>/dev/null || { echo "coffer-store did not start" >&2; exit 1; }
-	i=$((i + 1))
-	[ $i -gt 500 ] && { echo "coffer-store not ready" >&2; exit 1; }
-	sleep 0.02
-done
-"$bench" store --socket "$tmp/s.sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
+. "$(dirname "$0")/store_lib.sh"
+store_start "$1" 64M
+"$bench" store --socket "$sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
 	--put-max 4M --put-bytes 8M --csv "$tmp/out.csv"
 # one CSV row per result: 2 workloads x 2 batches x 2 thread counts + 2 sizes x
 # (coffer batch 1, coffer batch 2, memcpy)
