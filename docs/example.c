@@ -13,13 +13,13 @@
 
 #include <coffer/coffer.h>
 
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		int rc_ = (call);                                                          \
-		if (rc_ < 0) {                                                             \
-			fprintf(stderr, "%s: %s\n", #call, coffer_strerror(rc_));           \
-			return 1;                                                          \
-		}                                                                          \
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			fprintf(stderr, "%s: %s\n", #call, coffer_strerror(rc_));                  \
+			return 1;                                                                  \
+		}                                                                                  \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -74,57 +74,57 @@ enum coffer_msg_type {
 #define COFFER_MSG_MAX_BYTES (16 + COFFER_MSG_BATCH_MAX * 64)
 
 struct coffer_msg_hdr {
-	uint32_t magic;   /* COFFER_PROTO_MAGIC */
+	uint32_t magic;	  /* COFFER_PROTO_MAGIC */
 	uint16_t version; /* COFFER_PROTO_VERSION */
-	uint16_t type;    /* enum coffer_msg_type */
-	uint32_t count;   /* entries in the body (REQUEST/REPLY), else 0 */
+	uint16_t type;	  /* enum coffer_msg_type */
+	uint32_t count;	  /* entries in the body (REQUEST/REPLY), else 0 */
 	uint32_t length;  /* bytes of the whole message, header included */
 };
 
 enum coffer_op {
-	COFFER_OP_CREATE = 1,   /* oid, size, flags COFFER_CREATE_* -> offset */
-	COFFER_OP_SEAL = 2,     /* oid, flags COFFER_SEAL_* */
-	COFFER_OP_ABORT = 3,    /* oid */
-	COFFER_OP_GET = 4,      /* oid, timeout_us -> offset, size (takes a reference) */
-	COFFER_OP_RELEASE = 5,  /* oid: drops one reference of this client */
-	COFFER_OP_DELETE = 6,   /* oid */
+	COFFER_OP_CREATE = 1,	/* oid, size, flags COFFER_CREATE_* -> offset */
+	COFFER_OP_SEAL = 2,	/* oid, flags COFFER_SEAL_* */
+	COFFER_OP_ABORT = 3,	/* oid */
+	COFFER_OP_GET = 4,	/* oid, timeout_us -> offset, size (takes a reference) */
+	COFFER_OP_RELEASE = 5,	/* oid: drops one reference of this client */
+	COFFER_OP_DELETE = 6,	/* oid */
 	COFFER_OP_CONTAINS = 7, /* oid -> size = 1 when sealed and present, else 0 */
 	COFFER_OP_MAX = 7,
 };
 
 /* One request; 64 bytes, identical on the socket and in a channel ring. */
 struct coffer_req {
-	uint64_t tag;    /* chosen by the client, echoed in the reply */
-	uint16_t op;     /* enum coffer_op */
-	uint16_t flags;  /* op-specific; unknown bits -> -EINVAL */
-	uint32_t rsvd0;  /* must be 0 */
+	uint64_t tag;	/* chosen by the client, echoed in the reply */
+	uint16_t op;	/* enum coffer_op */
+	uint16_t flags; /* op-specific; unknown bits -> -EINVAL */
+	uint32_t rsvd0; /* must be 0 */
 	uint8_t oid[COFFER_OID_SIZE];
-	uint32_t rsvd1;     /* must be 0 */
-	uint64_t size;      /* CREATE: object size in bytes (0 allowed) */
+	uint32_t rsvd1;	    /* must be 0 */
+	uint64_t size;	    /* CREATE: object size in bytes (0 allowed) */
 	int64_t timeout_us; /* GET: 0 = do not wait, < 0 = forever, > 0 = microseconds */
-	uint64_t rsvd2;     /* must be 0 */
+	uint64_t rsvd2;	    /* must be 0 */
 };
 
 /* One reply; 32 bytes. */
 struct coffer_rep {
-	uint64_t tag;     /* the request's tag */
-	int32_t status;   /* 0 or a negative errno */
+	uint64_t tag;	  /* the request's tag */
+	int32_t status;	  /* 0 or a negative errno */
 	uint32_t segment; /* CREATE/GET: segment id of the arena */
 	uint64_t offset;  /* CREATE/GET: byte offset of the object in the segment */
-	uint64_t size;    /* GET: object size in bytes; CONTAINS: 1 or 0 */
+	uint64_t size;	  /* GET: object size in bytes; CONTAINS: 1 or 0 */
 };
 
 struct coffer_hello_reply {
-	uint32_t segment;        /* arena segment id (random per store start) */
-	uint32_t hugepages;      /* 1 when the arena is hugepage-backed */
-	uint64_t arena_bytes;    /* size to mmap from the passed fd */
-	uint32_t max_channels;   /* per client process */
+	uint32_t segment;      /* arena segment id (random per store start) */
+	uint32_t hugepages;    /* 1 when the arena is hugepage-backed */
+	uint64_t arena_bytes;  /* size to mmap from the passed fd */
+	uint32_t max_channels; /* per client process */
 	uint32_t max_ring_entries;
 };
 
 struct coffer_chan_open {
 	uint32_t ring_entries; /* power of two, 8..max_ring_entries; 0 = store default */
-	uint32_t rsvd;         /* must be 0 */
+	uint32_t rsvd;	       /* must be 0 */
 };
 
 struct coffer_chan_open_reply {
@@ -141,15 +141,15 @@ struct coffer_chan_close {
 };
 
 struct coffer_msg_error {
-	int32_t status;    /* negative errno: -EPROTO, -EPROTONOSUPPORT (version), ... */
+	int32_t status; /* negative errno: -EPROTO, -EPROTONOSUPPORT (version), ... */
 	uint32_t rsvd;
 	char message[120]; /* NUL-terminated, human-readable */
 };
 
 /* One direction's indices, each on its own cache line (producer and consumer never share). */
 struct coffer_ring_idx {
-	alignas(64) uint32_t prod;          /* written by the producer only */
-	alignas(64) uint32_t cons;          /* written by the consumer only */
+	alignas(64) uint32_t prod;		/* written by the producer only */
+	alignas(64) uint32_t cons;		/* written by the consumer only */
 	alignas(64) uint32_t consumer_sleeping; /* written by the consumer only */
 };
 

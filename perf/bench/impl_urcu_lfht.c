@@ -130,7 +130,7 @@ static void lf_free_cb(struct rcu_head *head)
 {
 	struct lf_rec *r = caa_container_of(head, struct lf_rec, rcu);
 
-	bh_tsan_acquire(head); /* pairs with the release in lf_put (call_rcu's queue) */
+	bh_tsan_acquire(head);	  /* pairs with the release in lf_put (call_rcu's queue) */
 	coffer__rcu_gp_acquire(); /* after every reader that could still see r (grace period) */
 	bh_rec_free(r->ctx, &r->b);
 }
