@@ -145,6 +145,13 @@ static void set_events(struct store *st, struct sess *s)
 	(void)epoll_ctl(st->epfd, EPOLL_CTL_MOD, s->fd, &ev);
 }
 
+static void outmsg_free(struct outmsg *m)
+{
+	while (m->nfds > 0)
+		close(m->fds[--m->nfds]);
+	free(m);
+}
+
 static void sess_send(struct store *st, struct sess *s, const void *buf, size_t len, const int *fds,
 		      unsigned int nfds)
 {
@@ -168,8 +175,17 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 		return;
 	}
 	m->len = len;
-	m->nfds = nfds;
-	memcpy(m->fds, fds, nfds * sizeof(int));
+	/* The queued message owns copies of its fds: the originals belong to a channel the
+	 * client may close before it reads this reply, and a closed number can be reused by
+	 * another client's fd, which must never be sent here. */
+	for (m->nfds = 0; m->nfds < nfds; m->nfds++) {
+		m->fds[m->nfds] = fcntl(fds[m->nfds], F_DUPFD_CLOEXEC, 0);
+		if (m->fds[m->nfds] < 0) {
+			outmsg_free(m);
+			doom(s, "out of file descriptors queueing a reply");
+			return;
+		}
+	}
 	memcpy(m->buf, buf, len);
 	coffer__dl_add_tail(&s->outq, &m->link);
 	if (!s->epollout) {
@@ -192,7 +208,7 @@ static void sess_flush_outq(struct store *st, struct sess *s)
 			return;
 		}
 		coffer__dl_del(&m->link);
-		free(m);
+		outmsg_free(m);
 	}
 	if (s->epollout && !s->doomed) {
 		s->epollout = 0;
@@ -716,7 +732,7 @@ static void sess_kill(struct store *st, struct sess *s)
 		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
 
 		coffer__dl_del(&m->link);
-		free(m);
+		outmsg_free(m);
 	}
 	if (s->dirty)
 		coffer__dl_del(&s->dirty_link);
@@ -1105,6 +1121,8 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		if (st->listen_paused && now >= st->resume_listen_us) {
 			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &st->lkind};
 
+			if (st->reserve_fd < 0) /* lost while out of fds: take it back */
+				st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 			if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->lfd, &ev) == 0)
 				st->listen_paused = 0;
 		}
@@ -1120,8 +1138,12 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 				dl = st->resume_listen_us;
 			if (dl == UINT64_MAX)
 				timeout = -1;
-			else
-				timeout = dl <= now ? 0 : (int)((dl - now + 999) / 1000);
+			else if (dl <= now)
+				timeout = 0;
+			else /* a get's timeout may be days: clamp, never wrap negative */
+				timeout = (dl - now) / 1000 >= INT_MAX
+					      ? INT_MAX
+					      : (int)((dl - now + 999) / 1000);
 		}
 		n = epoll_wait(st->epfd, evs, 64, timeout);
 		if (st->sleeping) {

@@ -67,6 +67,11 @@ static struct coffer__store_cfg g_cfg;
 static char g_dir[64], g_sock[108];
 static int g_fds0;
 static volatile int g_store_exited; /* written by the store thread only when it returns */
+static pthread_t g_store_th;
+static volatile pid_t g_store_tid;
+
+/* From the sanitizer runtime when linked in (the fuzzing build); absent otherwise. */
+extern void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
 struct wchan {
 	int open;
@@ -125,9 +130,57 @@ static int wire_connect(void)
 static void *store_thread(void *arg)
 {
 	(void)arg;
+	g_store_tid = gettid();
 	(void)coffer__store_run(&g_cfg);
 	g_store_exited = 1;
 	return NULL;
+}
+
+static void on_dump(int sig)
+{
+	(void)sig;
+	if (__sanitizer_print_stack_trace != NULL)
+		__sanitizer_print_stack_trace();
+}
+
+/* The store did not answer: say where its thread is (a finding needs more than "poll
+ * timed out" to be fixed), then abort. */
+static void store_stuck(const char *what)
+{
+	char cmd[256];
+
+	fprintf(stderr, "fuzz_wire: store thread silent (%s); fds open %d; its state:\n", what,
+		count_fds());
+	snprintf(cmd, sizeof(cmd),
+		 "for f in stat syscall wchan; do printf '%%s: ' $f; cat /proc/%d/task/%d/$f; "
+		 "echo; done >&2; ls -l /proc/%d/fd >&2; grep -H . /proc/%d/fdinfo/* >&2",
+		 (int)getpid(), (int)g_store_tid, (int)getpid(), (int)getpid());
+	(void)!system(cmd);
+	signal(SIGUSR2, on_dump);
+	pthread_kill(g_store_th, SIGUSR2);
+	sleep(1);
+	abort();
+}
+
+/* poll() for input on @fd for up to @ms milliseconds, resumed after signals: libFuzzer's
+ * -timeout watchdog is a periodic SIGALRM, and a poll() it interrupts returns -1/EINTR at
+ * once, which read as "the store did not answer" (the first CI finding of this target was
+ * exactly that, not a store bug). Return: poll()'s count, 0 on timeout. */
+static int wait_in(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	struct timespec t0, t;
+	int n, left = ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((n = poll(&p, 1, left)) < 0 && errno == EINTR) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left =
+		    ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return 0;
+	}
+	return n;
 }
 
 /* QUERY on a fresh connection; the connection stays open in *fdp (caller closes). */
@@ -136,7 +189,6 @@ static int query(struct coffer_store_info *info, int *fdp)
 	unsigned char buf[256];
 	struct coffer_msg_hdr h;
 	unsigned int nfds;
-	struct pollfd p;
 	long n;
 	int fd = wire_connect();
 
@@ -144,9 +196,8 @@ static int query(struct coffer_store_info *info, int *fdp)
 		return fd;
 	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
 	WIRE_ASSERT(coffer__send_fds(fd, &h, sizeof(h), NULL, 0, 0) == (long)sizeof(h));
-	p.fd = fd;
-	p.events = POLLIN;
-	WIRE_ASSERT(poll(&p, 1, 5000) == 1);
+	if (wait_in(fd, 5000) != 1)
+		store_stuck("no QUERY reply in 5 s");
 	n = coffer__recv_fds(fd, buf, sizeof(buf), NULL, &nfds, 0, 0);
 	WIRE_ASSERT(n > 0 && coffer__msg_check(buf, (size_t)n, &h) == 0 &&
 		    h.type == COFFER_MSG_QUERY_REPLY);
@@ -218,6 +269,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	coffer__log_level = getenv("REL_WIRE_LOG") ? atoi(getenv("REL_WIRE_LOG")) : -1;
 	WIRE_ASSERT(pthread_create(&th, NULL, store_thread, NULL) == 0);
 	pthread_detach(th);
+	g_store_th = th;
 	for (i = 0; i < 1000; i++) {
 		int fd = wire_connect();
 
@@ -285,7 +337,6 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 	struct coffer_msg_hdr h;
 	int fds[COFFER_MSG_FDS_MAX], efd, k;
 	unsigned int nfds = 0, j;
-	struct pollfd p = {.fd = sock, .events = POLLIN};
 	long n;
 
 	for (k = 0; k < 4 && ch[k].open; k++)
@@ -296,7 +347,7 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	WIRE_ASSERT(efd >= 0);
 	if (coffer__send_fds(sock, &m, sizeof(m), &efd, 1, 0) != (long)sizeof(m) ||
-	    poll(&p, 1, 2000) != 1) {
+	    wait_in(sock, 2000) != 1) {
 		close(efd);
 		return;
 	}
@@ -344,11 +395,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		unsigned char buf[256];
 		int fds[COFFER_MSG_FDS_MAX];
 		unsigned int nfds = 0, j;
-		struct pollfd p = {.fd = sock, .events = POLLIN};
 
 		coffer__msg_hdr_init(&h, COFFER_MSG_HELLO, 0, sizeof(h));
 		WIRE_ASSERT(coffer__send_fds(sock, &h, sizeof(h), NULL, 0, 0) == (long)sizeof(h));
-		WIRE_ASSERT(poll(&p, 1, 5000) == 1);
+		WIRE_ASSERT(wait_in(sock, 5000) == 1);
 		(void)coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX, 0);
 		for (j = 0; j < nfds; j++)
 			close(fds[j]); /* the arena fd: not needed here */
