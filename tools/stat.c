@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 		printf("{\"socket\":\"%s\",\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
 		       ",\"objects_created\":%" PRIu64 ",\"objects_sealed\":%" PRIu64
 		       ",\"clients\":%" PRIu64 ",\"evictions\":%" PRIu64
-		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"version\":%u}\n",
+		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u}\n",
 		       path, info.capacity_bytes, info.used_bytes, info.objects_created,
 		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
 		       info.hugepages ? "true" : "false", info.version);
