@@ -229,10 +229,11 @@ static void batch_cb(struct rcu_head *head)
 	struct reclaim_batch *b =
 	    (struct reclaim_batch *)(void *)((char *)head -
 					     offsetof(struct reclaim_batch, rb_head));
-	struct reclaim_tls *t = b->rb_owner;
+	struct reclaim_tls *t;
 
-	coffer__tsan_acquire(b);
+	coffer__tsan_acquire(b); /* before reading anything the submitter wrote */
 	coffer__rcu_gp_acquire();
+	t = b->rb_owner;
 	if (t) {
 		/* Hand the batch back: its owner frees it on its next retire (R4). If the owner
 		 * stopped freeing meanwhile, take back whatever is on its stack ourselves. */
