@@ -269,6 +269,17 @@ COFFER_API int coffer_hhash_delete(struct coffer_hhash *hh, struct coffer_hlink 
 	return coffer_htab_delete_node(hh->hh_tab, &link->hl_node);
 }
 
+COFFER_API int coffer_hhash_delete_handle(struct coffer_hhash *hh, coffer_handle_t h,
+					  enum coffer_htype type)
+{
+	if (!hh || !type_ok(type))
+		return -EINVAL;
+	if ((h.cookie & HTYPE_MASK) != (uint64_t)type)
+		return -EINVAL;
+	/* hh_key_cmp compares the whole cookie, type bits included. */
+	return coffer_htab_delete(hh->hh_tab, &h.cookie, sizeof(h.cookie));
+}
+
 COFFER_API uint64_t coffer_hhash_count(struct coffer_hhash *hh)
 {
 	return hh ? coffer_htab_count(hh->hh_tab) : 0;

@@ -546,17 +546,11 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 COFFER_API int coffer_obj_close(coffer_handle_t oh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
-	struct coffer_hlink *link;
-	int rc;
 
 	if (!hh)
 		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, oh, COFFER_HTYPE_OBJ, &link);
-	if (rc < 0)
-		return rc;
-	rc = coffer_hhash_delete(hh, link);
-	coffer_hhash_putref(hh, link);
-	return rc;
+	/* One walk under the stripe lock; no reference of our own to take and drop. */
+	return coffer_hhash_delete_handle(hh, oh, COFFER_HTYPE_OBJ);
 }
 
 /* ---- operations on a handle -------------------------------------------------------- */

@@ -106,13 +106,37 @@ static void test_insert_lookup_types(void **state)
 	coffer_rcu_read_unlock();
 	assert_int_equal(frees_now(), 1);
 	assert_int_equal(coffer_hhash_delete(NULL, &o2->link), -EINVAL);
+	/* By handle: wrong type, bad type, NULL, then the record's own type; then gone. */
+	{
+		struct obj *o3 = obj_new();
+		coffer_handle_t h3;
+		struct coffer_hlink *l3;
+
+		assert_int_equal(coffer_hhash_insert(hh, &o3->link, COFFER_HTYPE_OBJ, &h3), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_EQ), -EINVAL);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, (enum coffer_htype)0), -EINVAL);
+		assert_int_equal(coffer_hhash_delete_handle(NULL, h3, COFFER_HTYPE_OBJ), -EINVAL);
+		assert_int_equal(coffer_hhash_lookup(hh, h3, COFFER_HTYPE_OBJ, &l3), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_OBJ), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_OBJ), -ENOENT);
+		assert_null(coffer_hhash_lookup_rcu(hh, h3, COFFER_HTYPE_OBJ));
+		assert_int_equal(coffer_hhash_delete(hh, l3), -ENOENT);
+		/* Still held by our lookup: not freed until we drop it. */
+		assert_int_equal(l3->hl_cookie, h3.cookie);
+		assert_int_equal(frees_now(), 1);
+		coffer_hhash_putref(hh, l3);
+		assert_int_equal(frees_now(), 2);
+		assert_int_equal(
+		    coffer_hhash_delete_handle(hh, (coffer_handle_t){0}, COFFER_HTYPE_OBJ),
+		    -EINVAL);
+	}
 	assert_int_equal(coffer_hhash_delete(hh, NULL), -EINVAL);
 
 	assert_int_equal(coffer_hhash_destroy(hh, false), -EBUSY);
 	assert_int_equal(coffer_hhash_destroy(NULL, false), -EINVAL);
 	assert_int_equal(coffer_hhash_count(NULL), 0);
 	assert_int_equal(coffer_hhash_destroy(hh, true), 0);
-	assert_int_equal(frees_now(), 2);
+	assert_int_equal(frees_now(), 3);
 }
 
 static void test_insert_errors(void **state)
