@@ -9,14 +9,19 @@
  * atomic per COOKIE_RANGE inserts instead of per insert; DAOS's d_hhash uses one atomic per
  * handle, measured flat at ~50 M/s total). Ranges are disjoint and the global counter only
  * grows, so a counter is never issued twice in a process (a stale handle can never reach a
- * new record); the counter starts at 1, so cookie 0 (COFFER_HANDLE_NULL) is never issued.
+ * new record); the first range starts at COOKIE_RANGE, so cookie 0 (COFFER_HANDLE_NULL) is never
+ * issued.
  * Relaxed is enough: the fetch_add's atomicity alone makes ranges disjoint, and no data is
  * published through the counter. A fork child inherits the forking thread's range, which is
  * harmless: parent and child have separate tables.
  *
  * Cookies are unique by construction, so insertion skips the duplicate walk and locks exactly
- * one stripe. Bucketing uses coffer_hash_mix64(cookie): a thread's consecutive cookies land in
- * unrelated buckets and stripes, so concurrent inserters do not share a lock's cache line.
+ * one stripe. Bucketing (cookie_hash) mixes the counter in runs: 2^COOKIE_RUN_LOG2 consecutive
+ * counters of one thread go to consecutive buckets (one cache line of heads, consecutive
+ * stripes, each on its own line as htab requires), and each run goes to an unrelated place
+ * (coffer_hash_mix64 of the run number). Runs never span two threads' ranges, so concurrent
+ * inserters still do not share a lock's cache line, while one thread's insert touches a cold
+ * bucket-head line once per run instead of once per insert.
  *
  * Lookups walk the chain comparing hl_cookie directly (no indirect calls on the hot path).
  * hl_cookie is written before the record is published (release store of the chain link) and
@@ -30,7 +35,13 @@
 
 #include "hashtable/htab_internal.h"
 
-#define COOKIE_RANGE  1024u
+#define COOKIE_RANGE 1024u
+/* log2 of the runs of consecutive counters kept in consecutive buckets (see cookie_hash). */
+#ifndef COFFER__COOKIE_RUN_LOG2
+#define COFFER__COOKIE_RUN_LOG2 3
+#endif
+#define COOKIE_RUN_LOG2 COFFER__COOKIE_RUN_LOG2
+_Static_assert((1u << COOKIE_RUN_LOG2) <= COOKIE_RANGE, "a run must not cross a thread's range");
 #define COUNTER_LIMIT (UINT64_MAX >> COFFER_HTYPE_BITS)
 #define HTYPE_MASK    ((1u << COFFER_HTYPE_BITS) - 1)
 
@@ -38,12 +49,37 @@ struct coffer_hhash {
 	struct coffer_htab *hh_tab;
 };
 
-static uint64_t next_range = 1; /* first counter of the next free range; atomic-relaxed */
+/* First counter of the next free range; atomic-relaxed. Starts at COOKIE_RANGE, not 1, so that
+ * ranges are aligned (a run of cookie_hash() never spans two threads' ranges) while counter 0
+ * (cookie 0, COFFER_HANDLE_NULL) is still never issued. */
+static uint64_t next_range = COOKIE_RANGE;
 static __thread uint64_t my_next, my_end;
 
 static inline struct coffer_hlink *link_of(const struct coffer_hnode *n)
 {
 	return (struct coffer_hlink *)(void *)((char *)n - offsetof(struct coffer_hlink, hl_node));
+}
+
+/*
+ * The bucket hash of a cookie: runs of 2^COOKIE_RUN_LOG2 consecutive counters stay in
+ * consecutive buckets, and the runs themselves are mixed (coffer_hash_mix64 of the run
+ * number). A thread's inserts then take their bucket heads from one cache line for a whole
+ * run (8 heads per 64-byte line) and their lock stripes from consecutive lines, which the
+ * hardware prefetcher streams, instead of two cold lines per insert; runs lie inside one
+ * thread's cookie range (ranges are aligned), so no two threads share a run, and run after run
+ * lands in unrelated buckets and stripes. The type bits are left out: counters are unique.
+ */
+static inline uint64_t cookie_hash(uint64_t cookie)
+{
+	uint64_t counter = cookie >> COFFER_HTYPE_BITS;
+	uint64_t low = counter & ((1u << COOKIE_RUN_LOG2) - 1);
+
+	return (coffer_hash_mix64(counter >> COOKIE_RUN_LOG2) << COOKIE_RUN_LOG2) | low;
+}
+
+uint64_t coffer__hhash_cookie_hash(uint64_t cookie)
+{
+	return cookie_hash(cookie);
 }
 
 static uint64_t hh_key_hash(const void *key, size_t ksize)
@@ -52,7 +88,7 @@ static uint64_t hh_key_hash(const void *key, size_t ksize)
 
 	(void)ksize;
 	memcpy(&c, key, sizeof(c));
-	return coffer_hash_mix64(c);
+	return cookie_hash(c);
 }
 
 static bool hh_key_cmp(const struct coffer_hnode *n, const void *key, size_t ksize)
@@ -114,7 +150,7 @@ static inline bool type_ok(enum coffer_htype type)
 static struct coffer_hlink *find_rcu(struct coffer_hhash *hh, uint64_t cookie)
 {
 	struct coffer_htab *tab = hh->hh_tab;
-	uint32_t b = coffer__htab_bucket(tab, coffer_hash_mix64(cookie));
+	uint32_t b = coffer__htab_bucket(tab, cookie_hash(cookie));
 
 	for (struct coffer_hnode *n = coffer__htab_first_rcu(tab, b); n;
 	     n = coffer__hnode_next_rcu(n)) {
@@ -176,7 +212,7 @@ COFFER_API int coffer_hhash_insert(struct coffer_hhash *hh, struct coffer_hlink 
 		return rc;
 	cookie = (counter << COFFER_HTYPE_BITS) | (uint64_t)type;
 	link->hl_cookie = cookie; /* published by the insert's release store */
-	coffer__htab_insert_unique(hh->hh_tab, coffer_hash_mix64(cookie), &link->hl_node);
+	coffer__htab_insert_unique(hh->hh_tab, cookie_hash(cookie), &link->hl_node);
 	hp->cookie = cookie;
 	return 0;
 }
@@ -231,6 +267,17 @@ COFFER_API int coffer_hhash_delete(struct coffer_hhash *hh, struct coffer_hlink 
 	if (!hh || !link)
 		return -EINVAL;
 	return coffer_htab_delete_node(hh->hh_tab, &link->hl_node);
+}
+
+COFFER_API int coffer_hhash_delete_handle(struct coffer_hhash *hh, coffer_handle_t h,
+					  enum coffer_htype type)
+{
+	if (!hh || !type_ok(type))
+		return -EINVAL;
+	if ((h.cookie & HTYPE_MASK) != (uint64_t)type)
+		return -EINVAL;
+	/* hh_key_cmp compares the whole cookie, type bits included. */
+	return coffer_htab_delete(hh->hh_tab, &h.cookie, sizeof(h.cookie));
 }
 
 COFFER_API uint64_t coffer_hhash_count(struct coffer_hhash *hh)

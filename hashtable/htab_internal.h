@@ -103,6 +103,10 @@ int coffer__htab_insert_unique(struct coffer_htab *tab, uint64_t hash, struct co
 /* Drop one reference without the optional hooks (hhash has none). */
 void coffer__htab_put(struct coffer_htab *tab, struct coffer_hnode *node);
 
+/* The bucket hash of a handle hash's cookie (hhash.c): consecutive counters in runs of
+ * consecutive buckets, runs mixed. For the tests. */
+uint64_t coffer__hhash_cookie_hash(uint64_t cookie);
+
 /* The table under a handle hash (tests, benchmarks). */
 struct coffer_hhash;
 struct coffer_htab *coffer__hhash_table(struct coffer_hhash *hh);
@@ -130,6 +134,9 @@ void coffer__reclaim(struct coffer_htab *tab, struct coffer_hnode *node);
 
 /* Hand every thread's partial batch to call_rcu (destroy, fini, coffer__rcu_barrier). */
 void coffer__reclaim_flush_all(void);
+/* After rcu_barrier: free every batch that callbacks handed back to its thread and that
+ * thread has not freed yet, and wait for the frees threads are doing (coffer__rcu_barrier). */
+void coffer__reclaim_drain_all(void);
 
 /* Called by reclaim.c after a grace period: free @node through the table's ops. */
 void coffer__htab_rec_free(struct coffer_htab *tab, struct coffer_hnode *node);
@@ -147,6 +154,9 @@ int64_t coffer__reclaim_backlog(void);
 void coffer__htab_atfork_prepare(void);
 void coffer__htab_atfork_parent(void);
 void coffer__htab_atfork_child(void);
+void coffer__reclaim_atfork_pre(void);	       /* first of all prepare handlers */
+void coffer__reclaim_atfork_post_parent(void); /* last of all parent handlers */
+void coffer__reclaim_atfork_post_child(void);  /* last of all child handlers */
 void coffer__reclaim_atfork_prepare(void);
 void coffer__reclaim_atfork_parent(void);
 void coffer__reclaim_atfork_child(void);

@@ -13,7 +13,8 @@
  * exchange, so there is no single-node pop and no ABA problem; ck_stack's push_upmc /
  * batch_pop_upmc, written with C11 atomics so ThreadSanitizer sees them), so an open/close loop on
  * many threads never touches malloc's locks after warm-up and frees made by the call_rcu worker
- * flow back to the threads that open. Records are never returned to malloc: memory is bounded by
+ * flow back to the threads that open. Fresh records are carved from per-thread chunks (see
+ * chunk_new). Records are never returned to malloc: memory is bounded by
  * the peak number of handles.
  *
  * Operations resolve the object handle and the connection inside one RCU read-side section
@@ -38,6 +39,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "eventq/event_internal.h"
@@ -105,10 +107,114 @@ static void keys_once(void)
 	pthread_key_create(&g_ctx_key, ctx_thread_exit);
 }
 
+/* Make this thread hand its cache back to everyone when it exits. */
+static void recs_key_set(void)
+{
+	pthread_once(&g_keys_once, keys_once);
+	pthread_setspecific(g_recs_key, (void *)1);
+	t_recs_key_set = true;
+}
+
 static void rec_free(struct coffer_hlink *link)
 {
+	struct obj_rec *r = REC_OF_LINK(link);
+
 	coffer__rcu_gp_acquire();
-	recs_push(REC_OF_LINK(link));
+	/* Records are mostly freed by the thread that closed them (hashtable/reclaim.c hands
+	 * batches back), which usually opens again: keep them in its own cache, no shared
+	 * write. A thread that never allocated records (the call_rcu worker) shares them. */
+	if (t_recs_key_set) {
+		r->fnext = t_recs;
+		t_recs = r;
+	} else {
+		recs_push(r);
+	}
+}
+
+/*
+ * Fresh records are carved from per-thread chunks rather than malloc'd one by one. Profile of
+ * the open phase (handles kept open, so every record is new memory): most of the time went to
+ * malloc growing its heap (sysmalloc, mprotect) and to one page fault per 4 KiB. Chunks grow
+ * geometrically from REC_CHUNK_MIN (a thread that opens a few handles takes 16 KiB) to
+ * REC_CHUNK_MAX, 2 MiB aligned and advised MADV_HUGEPAGE (one fault per ~21k records where
+ * transparent hugepages are on), and are prefaulted with MADV_POPULATE_WRITE where the kernel
+ * has it (one call instead of one fault per page). Chunks are never returned while the library
+ * is loaded (as before, records stay cached): memory is bounded by about twice the peak number
+ * of handles. The chunk list is freed by recs_cleanup().
+ */
+#define REC_CHUNK_MIN ((size_t)16 << 10)
+#define REC_CHUNK_MAX ((size_t)2 << 20)
+
+struct rec_chunk {
+	struct rec_chunk *next;
+	size_t bytes;
+	bool mapped; /* mmap'ed (else malloc'ed) */
+};
+
+/* Every chunk of the process (Treiber push only; taken whole by recs_cleanup). */
+static _Atomic(struct rec_chunk *) g_chunks;
+
+static __thread char *t_carve, *t_carve_end; /* the rest of this thread's newest chunk */
+static __thread size_t t_chunk_bytes;	     /* size of the newest chunk */
+
+/* Records start 32 bytes into a chunk (the header, rounded up), so they keep malloc's 16-byte
+ * alignment that struct coffer_hlink relies on. */
+#define REC_CHUNK_HDR ((sizeof(struct rec_chunk) + 31) & ~(size_t)31)
+#define REC_STRIDE    ((sizeof(struct obj_rec) + 15) & ~(size_t)15)
+
+static void *chunk_map(size_t bytes)
+{
+	/* Map twice the size and trim, for 2 MiB alignment (a hugepage needs it). */
+	size_t span = bytes * 2;
+	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = ((uintptr_t)p + bytes - 1) & ~(uintptr_t)(bytes - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	if ((uintptr_t)p + span > a + bytes)
+		munmap((void *)(a + bytes), (uintptr_t)p + span - (a + bytes));
+#ifdef MADV_HUGEPAGE
+	(void)madvise((void *)a, bytes, MADV_HUGEPAGE); /* advice only: may be refused */
+#endif
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise((void *)a, bytes, MADV_POPULATE_WRITE); /* Linux >= 5.14; else faults */
+#endif
+	return (void *)a;
+}
+
+/* Start a new chunk for this thread. Return: false when out of memory. */
+static bool chunk_new(void)
+{
+	size_t bytes = t_chunk_bytes ? t_chunk_bytes * 2 : REC_CHUNK_MIN;
+	struct rec_chunk *c, *old;
+	bool mapped = false;
+
+	if (bytes > REC_CHUNK_MAX)
+		bytes = REC_CHUNK_MAX;
+	if (bytes == REC_CHUNK_MAX) {
+		c = chunk_map(bytes);
+		mapped = c != NULL;
+		if (!c)
+			c = malloc(bytes);
+	} else {
+		c = malloc(bytes);
+	}
+	if (!c)
+		return false;
+	c->bytes = bytes;
+	c->mapped = mapped;
+	old = atomic_load_explicit(&g_chunks, memory_order_relaxed);
+	do
+		c->next = old;
+	while (!atomic_compare_exchange_weak_explicit(&g_chunks, &old, c, memory_order_release,
+						      memory_order_relaxed));
+	t_chunk_bytes = bytes;
+	t_carve = (char *)c + REC_CHUNK_HDR;
+	t_carve_end = (char *)c + bytes;
+	return true;
 }
 
 static struct obj_rec *rec_alloc(void)
@@ -117,35 +223,44 @@ static struct obj_rec *rec_alloc(void)
 
 	if (!r) {
 		r = recs_take();
-		if (r && !t_recs_key_set) {
-			pthread_once(&g_keys_once, keys_once);
-			pthread_setspecific(g_recs_key, (void *)1);
-			t_recs_key_set = true;
-		}
+		if (r && !t_recs_key_set)
+			recs_key_set();
 	}
 	if (r) {
 		t_recs = r->fnext;
 		return r;
 	}
-	return malloc(sizeof(struct obj_rec));
+	if ((size_t)(t_carve_end - t_carve) < REC_STRIDE && !chunk_new())
+		return NULL;
+	if (!t_recs_key_set)
+		recs_key_set();
+	r = (struct obj_rec *)(void *)t_carve;
+	t_carve += REC_STRIDE;
+	return r;
 }
 
-/* Frees what is cached when the library is unloaded or the process exits normally. */
+/* Frees the chunks when the process exits normally after its last coffer_fini() (which waited
+ * for every record's free): then no handle can reach them. With the runtime still up, handles
+ * may still point into them, so they are left to the process's exit. */
 __attribute__((destructor)) static void recs_cleanup(void)
 {
-	struct obj_rec *r = recs_take();
+	struct rec_chunk *c;
 
-	while (t_recs) {
-		struct obj_rec *x = t_recs;
+	if (coffer_hhash_global() != NULL)
+		return;
+	c = atomic_exchange_explicit(&g_chunks, NULL, memory_order_acquire);
 
-		t_recs = x->fnext;
-		free(x);
-	}
-	while (r) {
-		struct obj_rec *x = r;
+	(void)recs_take();
+	t_recs = NULL;
+	t_carve = t_carve_end = NULL;
+	while (c) {
+		struct rec_chunk *x = c;
 
-		r = r->fnext;
-		free(x);
+		c = c->next;
+		if (x->mapped)
+			munmap(x, x->bytes);
+		else
+			free(x);
 	}
 }
 
@@ -431,17 +546,11 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 COFFER_API int coffer_obj_close(coffer_handle_t oh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
-	struct coffer_hlink *link;
-	int rc;
 
 	if (!hh)
 		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, oh, COFFER_HTYPE_OBJ, &link);
-	if (rc < 0)
-		return rc;
-	rc = coffer_hhash_delete(hh, link);
-	coffer_hhash_putref(hh, link);
-	return rc;
+	/* One walk under the stripe lock; no reference of our own to take and drop. */
+	return coffer_hhash_delete_handle(hh, oh, COFFER_HTYPE_OBJ);
 }
 
 /* ---- operations on a handle -------------------------------------------------------- */

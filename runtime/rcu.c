@@ -67,6 +67,7 @@ static int setup_rc;
 
 static void atfork_prepare(void)
 {
+	coffer__reclaim_atfork_pre();
 	urcu_bp_call_rcu_before_fork();
 	urcu_bp_before_fork();
 	coffer__init_atfork_prepare();
@@ -81,6 +82,7 @@ static void atfork_parent(void)
 	coffer__init_atfork_parent();
 	urcu_bp_after_fork_parent();
 	urcu_bp_call_rcu_after_fork_parent();
+	coffer__reclaim_atfork_post_parent();
 }
 
 static void atfork_child(void)
@@ -90,6 +92,7 @@ static void atfork_child(void)
 	coffer__init_atfork_child();
 	urcu_bp_after_fork_child();
 	urcu_bp_call_rcu_after_fork_child();
+	coffer__reclaim_atfork_post_child();
 }
 
 static void setup(void)
@@ -125,6 +128,7 @@ int coffer__rcu_barrier(void)
 #ifdef COFFER__TSAN
 	__tsan_acquire(&coffer__rcu_cb_sync);
 #endif
+	coffer__reclaim_drain_all();
 	return 0;
 }
 

@@ -307,6 +307,20 @@ COFFER_API void coffer_hhash_putref(struct coffer_hhash *hh, struct coffer_hlink
  */
 COFFER_API int coffer_hhash_delete(struct coffer_hhash *hh, struct coffer_hlink *link);
 
+/**
+ * coffer_hhash_delete_handle() - as coffer_hhash_delete(), by handle: unlink the record of
+ * handle @h, of type @type, and drop the table's reference.
+ * The record is found and unlinked under its bucket's lock in one walk, without taking and
+ * dropping a reference of the caller's own (what a lookup + delete + putref costs), so a
+ * close path that has only the handle does one chain walk and one refcount write.
+ * Return: 0; -EINVAL (handle of another type, bad @type, NULL); -ENOENT (deleted or never
+ *         issued).
+ * Context: any thread, inside or outside a read-side section; locks @h's stripe.
+ * Lifetime: as coffer_hhash_delete().
+ */
+COFFER_API int coffer_hhash_delete_handle(struct coffer_hhash *hh, coffer_handle_t h,
+					  enum coffer_htype type);
+
 /* Number of linked handles (see coffer_htab_count). */
 COFFER_API uint64_t coffer_hhash_count(struct coffer_hhash *hh);
 

@@ -224,6 +224,60 @@ static void test_blocking_basic(void **state)
 	expect_handles_closed(t);
 }
 
+/* Many handles kept open: their records span several of the per-thread chunks they are
+ * carved from (16 KiB doubling to 2 MiB, the largest mapped), each keeps its own ObjectID,
+ * and closing them all leaves the handle hash as it was. */
+static void test_many_handles(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 50000 };
+	coffer_handle_t c, *oh = calloc(N, sizeof(*oh));
+	uint64_t count0;
+	unsigned int probe[] = {0, 170, 20000, 30001, N - 1};
+	struct coffer_oid oid;
+	bool present;
+	void *wr;
+
+	assert_non_null(oh);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	count0 = coffer_hhash_count(coffer_hhash_global());
+	for (unsigned int i = 0; i < N; i++) {
+		make_oid(&oid, 7, i);
+		assert_int_equal(coffer_obj_open(c, &oid, 0, &oh[i]), 0);
+		assert_true(i == 0 || oh[i].cookie != oh[i - 1].cookie);
+	}
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), count0 + N);
+	/* A handle acts on its own ObjectID wherever its record lives. */
+	for (unsigned int k = 0; k < sizeof(probe) / sizeof(probe[0]); k++) {
+		assert_int_equal(coffer_obj_create(oh[probe[k]], 64, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_obj_seal(oh[probe[k]], COFFER_SEAL_RELEASE, NULL), 0);
+		make_oid(&oid, 7, probe[k]);
+		present = false;
+		assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+		assert_true(present);
+		make_oid(&oid, 7, probe[k] + 1);
+		if (k + 1 < sizeof(probe) / sizeof(probe[0]) && probe[k + 1] != probe[k] + 1) {
+			assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+			assert_false(present);
+		}
+	}
+	for (unsigned int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+	assert_int_equal(coffer_obj_close(oh[N / 2]), -ENOENT);
+	coffer__obj_thread_release(); /* the hidden EQ of the blocking calls above */
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), count0);
+	/* Open again after closing everything: records come back through the caches. */
+	for (unsigned int i = 0; i < 1000; i++) {
+		make_oid(&oid, 8, i);
+		assert_int_equal(coffer_obj_open(c, &oid, 0, &oh[i]), 0);
+	}
+	for (unsigned int i = 0; i < 1000; i++)
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	free(oh);
+	expect_handles_closed(t);
+}
+
 static void test_invalid_args(void **state)
 {
 	struct tctx *t = *state;
@@ -1182,6 +1236,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),

@@ -106,13 +106,37 @@ static void test_insert_lookup_types(void **state)
 	coffer_rcu_read_unlock();
 	assert_int_equal(frees_now(), 1);
 	assert_int_equal(coffer_hhash_delete(NULL, &o2->link), -EINVAL);
+	/* By handle: wrong type, bad type, NULL, then the record's own type; then gone. */
+	{
+		struct obj *o3 = obj_new();
+		coffer_handle_t h3;
+		struct coffer_hlink *l3;
+
+		assert_int_equal(coffer_hhash_insert(hh, &o3->link, COFFER_HTYPE_OBJ, &h3), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_EQ), -EINVAL);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, (enum coffer_htype)0), -EINVAL);
+		assert_int_equal(coffer_hhash_delete_handle(NULL, h3, COFFER_HTYPE_OBJ), -EINVAL);
+		assert_int_equal(coffer_hhash_lookup(hh, h3, COFFER_HTYPE_OBJ, &l3), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_OBJ), 0);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h3, COFFER_HTYPE_OBJ), -ENOENT);
+		assert_null(coffer_hhash_lookup_rcu(hh, h3, COFFER_HTYPE_OBJ));
+		assert_int_equal(coffer_hhash_delete(hh, l3), -ENOENT);
+		/* Still held by our lookup: not freed until we drop it. */
+		assert_int_equal(l3->hl_cookie, h3.cookie);
+		assert_int_equal(frees_now(), 1);
+		coffer_hhash_putref(hh, l3);
+		assert_int_equal(frees_now(), 2);
+		assert_int_equal(
+		    coffer_hhash_delete_handle(hh, (coffer_handle_t){0}, COFFER_HTYPE_OBJ),
+		    -EINVAL);
+	}
 	assert_int_equal(coffer_hhash_delete(hh, NULL), -EINVAL);
 
 	assert_int_equal(coffer_hhash_destroy(hh, false), -EBUSY);
 	assert_int_equal(coffer_hhash_destroy(NULL, false), -EINVAL);
 	assert_int_equal(coffer_hhash_count(NULL), 0);
 	assert_int_equal(coffer_hhash_destroy(hh, true), 0);
-	assert_int_equal(frees_now(), 2);
+	assert_int_equal(frees_now(), 3);
 }
 
 static void test_insert_errors(void **state)
@@ -166,13 +190,15 @@ static void test_refs(void **state)
 	assert_int_equal(coffer_hhash_destroy(hh, false), 0);
 }
 
-/* Sequential cookies spread over buckets (mixing) and stripes. */
+/* Sequential cookies spread over buckets and stripes: runs of 8 consecutive counters take
+ * 8 consecutive buckets (one line of heads, 8 different stripes), and the runs are mixed. */
 static void test_cookie_mixing(void **state)
 {
 	struct coffer_htab_params p = {.buckets_log2 = 10, .locks_log2 = 6};
 	struct coffer_hhash *hh;
 	struct obj *objs[1024];
-	unsigned int used[1024] = {0}, nonempty = 0;
+	uint64_t cookies[1024];
+	unsigned int used[1024] = {0}, runs_used[128] = {0}, nonempty = 0, nruns = 0;
 	coffer_handle_t h;
 
 	(void)state;
@@ -180,12 +206,33 @@ static void test_cookie_mixing(void **state)
 	for (unsigned int i = 0; i < 1024; i++) {
 		objs[i] = obj_new();
 		assert_int_equal(coffer_hhash_insert(hh, &objs[i]->link, COFFER_HTYPE_TEST, &h), 0);
-		used[coffer_hash_mix64(h.cookie) & 1023]++;
+		cookies[i] = h.cookie;
+		used[coffer__hhash_cookie_hash(h.cookie) & 1023]++;
+		runs_used[(coffer__hhash_cookie_hash(h.cookie) & 1023) >> 3]++;
 	}
 	for (unsigned int i = 0; i < 1024; i++)
 		nonempty += used[i] != 0;
-	/* Random placement fills ~63% of the buckets; sequential low bits would fill 1/16. */
-	assert_true(nonempty > 550);
+	for (unsigned int i = 0; i < 128; i++)
+		nruns += runs_used[i] != 0;
+	for (unsigned int i = 0; i < 1024; i++) {
+		uint64_t c = cookies[i] >> COFFER_HTYPE_BITS,
+			 b = coffer__hhash_cookie_hash(cookies[i]);
+
+		/* One thread: consecutive counters, except where a new range begins (ranges are
+		 * aligned to 1024, so a run never spans two). Within a run of 8: consecutive
+		 * buckets, hence different stripes. */
+		if (i > 0 && (c & 1023) != 0)
+			assert_int_equal(c, (cookies[i - 1] >> COFFER_HTYPE_BITS) + 1);
+		if (i > 0 && (c & 7) != 0)
+			assert_int_equal(b & 1023,
+					 (coffer__hhash_cookie_hash(cookies[i - 1]) & 1023) + 1);
+		/* The type bits do not move a cookie. */
+		assert_int_equal(b, coffer__hhash_cookie_hash((c << COFFER_HTYPE_BITS) | 1));
+	}
+	/* 128 runs placed at random over 128 run slots fill ~81 (63%); sequential placement of
+	 * runs would fill every slot, a constant one 1. */
+	assert_true(nruns > 56 && nruns < 110);
+	assert_true(nonempty > 450);
 	assert_int_equal(coffer_hhash_count(hh), 1024);
 	assert_int_equal(coffer_hhash_destroy(hh, true), 0);
 	assert_int_equal(frees_now(), 1024);

@@ -5,6 +5,7 @@
  * shaped), so the generic ops path is exercised; tests/hashtable/test_hhash.c covers cookies.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +33,7 @@ static int frees;   /* hop_rec_free calls (call_rcu worker; read after a barrier
 static int addrefs; /* hook calls */
 static int decrefs;
 static int bad_priv;
+static __thread int my_frees; /* hop_rec_free calls made on this thread */
 
 static struct rec *rec_of(const struct coffer_hnode *n)
 {
@@ -62,6 +64,7 @@ static void rec_free(struct coffer_hnode *n, void *priv)
 		__atomic_fetch_add(&bad_priv, 1, __ATOMIC_RELAXED);
 	r->magic = MAGIC_FREED;
 	__atomic_fetch_add(&frees, 1, __ATOMIC_RELAXED);
+	my_frees++;
 	free(r);
 }
 
@@ -514,6 +517,119 @@ static void test_reclaim_single(void **state)
 	assert_int_equal(coffer_htab_destroy(tab, false), 0);
 }
 
+/* Batches come back from call_rcu to the thread that retired them, which frees them itself on
+ * a later retire (reclaim.c R4); the thread's exit frees or hands over what is left. */
+struct handback_arg {
+	struct coffer_htab *tab;
+	unsigned int cycles;	 /* out: insert/delete cycles done */
+	int own_frees;		 /* out: records this thread freed itself */
+	unsigned int min_cycles; /* loop at least this long ... */
+	bool until_own_free;	 /* ... and then until it freed one record itself (bounded) */
+	pthread_mutex_t mu;	 /* with cv: the idle phase */
+	pthread_cond_t cv;
+	int phase; /* 1: cycles done (thread idle); 2: main says exit */
+};
+
+static void *handback_thread(void *p)
+{
+	struct handback_arg *a = p;
+	unsigned int i;
+
+	for (i = 0; i < a->min_cycles || (a->until_own_free && my_frees == 0 && i < 20000000u);
+	     i++) {
+		struct rec *r = rec_new(i);
+
+		if (coffer_htab_insert(a->tab, r->key, KEYLEN, &r->node) != 0 ||
+		    coffer_htab_delete(a->tab, r->key, KEYLEN) != 0)
+			break;
+	}
+	a->cycles = i;
+	a->own_frees = my_frees;
+	pthread_mutex_lock(&a->mu);
+	a->phase = 1;
+	pthread_cond_broadcast(&a->cv);
+	while (a->phase != 2)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+static void handback_run(struct handback_arg *a, pthread_t *th)
+{
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	a->phase = 0;
+	assert_int_equal(pthread_create(th, NULL, handback_thread, a), 0);
+	pthread_mutex_lock(&a->mu);
+	while (a->phase != 1)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void handback_end(struct handback_arg *a, pthread_t th)
+{
+	pthread_mutex_lock(&a->mu);
+	a->phase = 2;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+}
+
+/* A thread that keeps retiring frees (some of) its own records: the worker hands them back. */
+static void test_reclaim_handback_owner_frees(void **state)
+{
+	struct handback_arg a = {.tab = mktab(&ops, 8), .min_cycles = 1000, .until_own_free = true};
+	pthread_t th;
+
+	(void)state;
+	handback_run(&a, &th);
+	assert_true(a.cycles >= 1000);
+	assert_true(a.own_frees > 0); /* one grace period passes within 20M cycles */
+	/* The thread is idle now, possibly with handed-back batches: destroy frees them all. */
+	assert_int_equal(coffer_htab_destroy(a.tab, false), 0);
+	assert_int_equal(__atomic_load_n(&frees, __ATOMIC_RELAXED), (int)a.cycles);
+	handback_end(&a, th);
+	assert_int_equal(frees_now(), (int)a.cycles);
+}
+
+/* An idle owner with batches on its ready stack: a destroy from another thread returns only
+ * after every one of them was freed (the barrier drains the stacks, R5). */
+static void test_reclaim_handback_idle_owner(void **state)
+{
+	struct handback_arg a = {.tab = mktab(&ops, 8), .min_cycles = 64 * 10};
+	struct coffer__htab_stats st;
+	pthread_t th;
+
+	(void)state;
+	handback_run(&a, &th);
+	assert_int_equal(a.cycles, 64 * 10);
+	/* Full batches (all 10) passed their grace period and went back to the idle thread;
+	 * liburcu's own barrier does not free them, coffer's does. */
+	urcu_bp_barrier();
+	coffer__htab_stats(a.tab, &st);
+	assert_int_equal(st.inserted, 640);
+	assert_int_equal(st.unlinked, 640);
+	assert_int_equal(coffer_htab_destroy(a.tab, false), 0);
+	assert_int_equal(__atomic_load_n(&frees, __ATOMIC_RELAXED), 640);
+	handback_end(&a, th);
+	assert_int_equal(frees_now(), 640);
+}
+
+/* An owner that exits with batches in flight: they are freed by their callbacks. */
+static void test_reclaim_handback_owner_exits(void **state)
+{
+	struct handback_arg a = {.tab = mktab(&ops, 8), .min_cycles = 64 * 10 + 5};
+	pthread_t th;
+
+	(void)state;
+	handback_run(&a, &th);
+	handback_end(&a, th); /* exits at once: nothing came back yet, or some did */
+	assert_int_equal(frees_now(), 64 * 10 + 5);
+	assert_int_equal(coffer_htab_destroy(a.tab, false), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +644,9 @@ int main(void)
 	    cmocka_unit_test_setup(test_chains, setup),
 	    cmocka_unit_test_setup(test_destroy_with_held_record, setup),
 	    cmocka_unit_test_setup(test_reclaim_single, setup),
+	    cmocka_unit_test_setup(test_reclaim_handback_owner_frees, setup),
+	    cmocka_unit_test_setup(test_reclaim_handback_idle_owner, setup),
+	    cmocka_unit_test_setup(test_reclaim_handback_owner_exits, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
