@@ -20,6 +20,8 @@
  *   and the store never queues ring replies in its own memory (back-pressure instead).
  * - Fairness: each round takes at most `budget` ring requests per client (over all its
  *   channels) and at most 16 socket messages per client; the channel order rotates.
+ * - Spin: after activity the loop polls the rings for spin_us without a syscall per round
+ *   (epoll_wait(0) for the sockets only every STORE_EPOLL_EVERY_US).
  * - Sleep: after activity the loop polls for spin_us, then sets every request ring's
  *   consumer_sleeping = 1, fences (seq_cst), re-checks every prod, and sleeps in
  *   epoll_wait (timeout = next get deadline). Clients ring the request doorbell (an eventfd
@@ -845,6 +847,19 @@ static void do_accept(struct store *st)
 
 /* ---------------------------------------------------------------- loop */
 
+/* While the loop spins after activity, it polls the rings every round but calls
+ * epoll_wait(0) (sockets, listener, signals) only this often, in microseconds. */
+#define STORE_EPOLL_EVERY_US 20u
+
+static inline void store_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 static void flush_dirty(struct store *st)
 {
 	while (!coffer__dl_empty(&st->dirty_chans)) {
@@ -1085,7 +1100,7 @@ static void teardown(struct store *st)
 int coffer__store_run(const struct coffer__store_cfg *cfg)
 {
 	struct epoll_event evs[64];
-	uint64_t last_work;
+	uint64_t last_work, last_epoll = 0;
 	struct store *st;
 	int rc = 0;
 
@@ -1131,7 +1146,14 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		reap(st);
 		if (work > 0)
 			last_work = now;
-		else if (now - last_work >= cfg->spin_us && try_sleep(st)) {
+		/* While spinning, look at the sockets only every STORE_EPOLL_EVERY_US: an
+		 * epoll_wait() per round cost most of the loop (measured: 70% of the store's
+		 * time in the syscall at batch 32, and a ring round trip waited for it). */
+		if (now - last_work < cfg->spin_us && now - last_epoll < STORE_EPOLL_EVERY_US) {
+			store_cpu_relax();
+			continue;
+		}
+		if (work == 0 && now - last_work >= cfg->spin_us && try_sleep(st)) {
 			st->sleeping = 1;
 			dl = coffer__ot_next_deadline(st->ot);
 			if (st->listen_paused && st->resume_listen_us < dl)
@@ -1146,6 +1168,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 					      : (int)((dl - now + 999) / 1000);
 		}
 		n = epoll_wait(st->epfd, evs, 64, timeout);
+		last_epoll = coffer__now_us();
 		if (st->sleeping) {
 			set_sleeping(st, 0);
 			st->sleeping = 0;
