@@ -21,7 +21,8 @@
  * - Fairness: each round takes at most `budget` ring requests per client (over all its
  *   channels) and at most 16 socket messages per client; the channel order rotates.
  * - Spin: after activity the loop polls the rings for spin_us without a syscall per round
- *   (epoll_wait(0) for the sockets only every STORE_EPOLL_EVERY_US).
+ *   (epoll_wait(0) for the sockets only every STORE_EPOLL_EVERY_US), yielding its core every
+ *   STORE_YIELD_EVERY_US while it finds no work (a client may wait for that core).
  * - Sleep: after activity the loop polls for spin_us, then sets every request ring's
  *   consumer_sleeping = 1, fences (seq_cst), re-checks every prod, and sleeps in
  *   epoll_wait (timeout = next get deadline). Clients ring the request doorbell (an eventfd
@@ -40,6 +41,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -850,6 +852,8 @@ static void do_accept(struct store *st)
 /* While the loop spins after activity, it polls the rings every round but calls
  * epoll_wait(0) (sockets, listener, signals) only this often, in microseconds. */
 #define STORE_EPOLL_EVERY_US 20u
+/* ... and gives its core away (sched_yield) this often while it finds no work. */
+#define STORE_YIELD_EVERY_US 5u
 
 static inline void store_cpu_relax(void)
 {
@@ -1100,7 +1104,7 @@ static void teardown(struct store *st)
 int coffer__store_run(const struct coffer__store_cfg *cfg)
 {
 	struct epoll_event evs[64];
-	uint64_t last_work, last_epoll = 0;
+	uint64_t last_work, last_epoll = 0, last_yield = 0;
 	struct store *st;
 	int rc = 0;
 
@@ -1150,6 +1154,13 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		 * epoll_wait() per round cost most of the loop (measured: 70% of the store's
 		 * time in the syscall at batch 32, and a ring round trip waited for it). */
 		if (now - last_work < cfg->spin_us && now - last_epoll < STORE_EPOLL_EVERY_US) {
+			/* Idle for a while: a client woken on this core (more runnable threads
+			 * than cores) would otherwise wait for the whole spin to end (measured
+			 * with store and client pinned to one core: 62 us per blocking call). */
+			if (work == 0 && now - last_yield >= STORE_YIELD_EVERY_US) {
+				sched_yield();
+				last_yield = coffer__now_us();
+			}
 			store_cpu_relax();
 			continue;
 		}
