@@ -562,6 +562,38 @@ static bool chanv_store_awake(const struct coffer__chanv *v)
 	return false;
 }
 
+/* True when the store last said it runs on the CPU we run on (req.consumer_cpu, relaxed: a
+ * hint only; spinning there only keeps the store from answering). */
+static bool chanv_store_here(const struct coffer__chanv *v)
+{
+	int cpu = sched_getcpu();
+
+	for (unsigned int i = 0; cpu >= 0 && v && i < v->n; i++) {
+		const struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked && __atomic_load_n(&ch->shm->req.consumer_cpu, __ATOMIC_RELAXED) ==
+				       (uint32_t)cpu + 1)
+			return true;
+	}
+	return false;
+}
+
+/* Tells the store which CPU this poller spins on (rep.consumer_cpu = 1 + cpu, a hint: with
+ * several pollers the last one wins): a store on the same CPU yields it after replying. */
+static void chanv_tell_cpu(const struct coffer__chanv *v)
+{
+	int cpu = sched_getcpu();
+	uint32_t val = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
+
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked &&
+		    __atomic_load_n(&ch->shm->rep.consumer_cpu, __ATOMIC_RELAXED) != val)
+			__atomic_store_n(&ch->shm->rep.consumer_cpu, val, __ATOMIC_RELAXED);
+	}
+}
+
 /* Spins up to the budget while requests are out and the store is awake; true when replies
  * arrived. */
 static bool chanv_spin(const struct coffer__chanv *v)
@@ -571,6 +603,7 @@ static bool chanv_spin(const struct coffer__chanv *v)
 	pthread_once(&g_spin_once, spin_once);
 	if (!g_spin_ns || !chanv_store_awake(v))
 		return false;
+	chanv_tell_cpu(v);
 	deadline = now_ns() + g_spin_ns;
 	for (unsigned int round = 1;; round++) {
 		for (int k = 0; k < 64; k++) {
@@ -581,8 +614,9 @@ static bool chanv_spin(const struct coffer__chanv *v)
 		if (!chanv_store_awake(v) || now_ns() >= deadline)
 			break;
 		/* More spinners than cores (client threads beside the store): let a runnable
-		 * store or peer have this core now and then rather than burn the budget. */
-		if (round % CHAN_SPIN_YIELD_ROUNDS == 0)
+		 * store or peer have this core now and then rather than burn the budget; at
+		 * once when the store says it runs on this very CPU. */
+		if (round % CHAN_SPIN_YIELD_ROUNDS == 0 || chanv_store_here(v))
 			sched_yield();
 	}
 	return chanv_has_replies(v);

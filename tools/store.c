@@ -125,6 +125,8 @@ struct store {
 	uint64_t resume_listen_us;
 	int stop;
 	int sleeping;
+	uint32_t cpu;  /* 1 + the CPU the loop last ran on (0: unknown), as told to the rings */
+	int yield_now; /* replies went to a client that polls on our CPU */
 	uint64_t nclients;
 	struct coffer__dl sessions, chans, dirty_chans, dirty_sess, doomed;
 	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
@@ -483,6 +485,7 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 		goto fail;
 	}
 	c->shm = c->map;
+	c->shm->req.consumer_cpu = st->cpu; /* a hint, kept current by set_cpu() */
 	c->reqs = (struct coffer_req *)((char *)c->map + r->req_off);
 	c->reps = (struct coffer_rep *)((char *)c->map + r->rep_off);
 	c->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -871,8 +874,14 @@ static void flush_dirty(struct store *st)
 
 		coffer__dl_del(&c->dirty_link);
 		c->dirty = 0;
-		if (!c->s->doomed)
-			chan_publish(c);
+		if (c->s->doomed)
+			continue;
+		chan_publish(c);
+		/* The client polls this ring on our CPU (its hint, relaxed; worst case a
+		 * needless yield): give it the CPU now rather than after our spin. */
+		if (st->cpu != 0 &&
+		    __atomic_load_n(&c->shm->rep.consumer_cpu, __ATOMIC_RELAXED) == st->cpu)
+			st->yield_now = 1;
 	}
 	while (!coffer__dl_empty(&st->dirty_sess)) {
 		struct sess *s = COFFER_DL_ENTRY(st->dirty_sess.next, struct sess, dirty_link);
@@ -912,6 +921,26 @@ static unsigned int poll_rings(struct store *st)
 	coffer__dl_del(p);
 	coffer__dl_add_tail(&st->chans, p);
 	return work;
+}
+
+/*
+ * Tells every ring which CPU the loop runs on (req.consumer_cpu = 1 + cpu, written only when
+ * it changed): a client spinning for replies on the same CPU yields it to us at once.
+ */
+static void set_cpu(struct store *st)
+{
+	int cpu = sched_getcpu();
+	uint32_t v = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
+	struct coffer__dl *p;
+
+	if (v == st->cpu)
+		return;
+	st->cpu = v;
+	for (p = st->chans.next; p != &st->chans; p = p->next) {
+		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+
+		__atomic_store_n(&c->shm->req.consumer_cpu, v, __ATOMIC_RELAXED); /* a hint */
+	}
 }
 
 static void set_sleeping(struct store *st, uint32_t v)
@@ -1148,6 +1177,11 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		work = poll_rings(st);
 		flush_dirty(st);
 		reap(st);
+		if (st->yield_now) {
+			st->yield_now = 0;
+			sched_yield();
+			set_cpu(st);
+		}
 		if (work > 0)
 			last_work = now;
 		/* While spinning, look at the sockets only every STORE_EPOLL_EVERY_US: an
@@ -1160,6 +1194,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 			if (work == 0 && now - last_yield >= STORE_YIELD_EVERY_US) {
 				sched_yield();
 				last_yield = coffer__now_us();
+				set_cpu(st);
 			}
 			store_cpu_relax();
 			continue;
@@ -1180,6 +1215,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		}
 		n = epoll_wait(st->epfd, evs, 64, timeout);
 		last_epoll = coffer__now_us();
+		set_cpu(st);
 		if (st->sleeping) {
 			set_sleeping(st, 0);
 			st->sleeping = 0;
