@@ -411,7 +411,7 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 	}
 	if (armed <= 0)
 		eq_drain(eq);
-	else
+	else if (armed != COFFER__ARM_READY)
 		/* Work is pending but our progress() did not take it (another poller holds the
 		 * channel, whose hook trylocks): give that poller the core, do not spin. */
 		sched_yield();

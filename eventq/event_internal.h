@@ -39,13 +39,18 @@ void coffer__event_complete(struct coffer_event *ev, int rc);
  * hook or destroy the EQ. They may complete events (coffer__event_complete()).
  * disarm() follows every arm() (whatever it returned) while the hook is still attached.
  */
+/* arm()'s answer: replies are waiting for this poller's progress(); do not yield. */
+#define COFFER__ARM_READY 2
+
 struct coffer__eq_progress {
 	/* Drain whatever completed; never blocks. Return events completed (>= 0) or -errno
 	 * (a dead peer: the hook has completed every pending event with an error already). */
 	int (*progress)(void *arg);
 	/* Called before a poller sleeps on the EQ's wake fd: ask the peer to ring the doorbell
 	 * (write the wake fd) on its next reply. Return 0 when sleeping is safe, > 0 when work
-	 * arrived meanwhile (do not sleep). */
+	 * arrived meanwhile (do not sleep): COFFER__ARM_READY when this poller found replies
+	 * itself (say, by busy-polling) and should run progress() again at once; any other
+	 * positive value when the work may be another poller's (the poller yields its core). */
 	int (*arm)(void *arg);
 	/* Called after the poller woke: the doorbell is no longer needed. */
 	void (*disarm)(void *arg);

@@ -75,15 +75,31 @@
 
 /* Entries asked for each ring (the store may cap it at max_ring_entries). */
 #define CHAN_RING_ENTRIES 512u
+/*
+ * Requests queued before they are published while the store is awake on the ring (it
+ * polls, so publishing is a release store and a fence, no syscall): the store starts on
+ * the first few while the caller still submits the rest, and both cores work at once.
+ * Measured, 1 client thread at batch 32 on the 2-core VM: 1.0-1.3 M ops/s publishing every
+ * 32 (COFFER_BATCH), 1.75-2.0 M every 8, no better at 4. A sleeping store is woken only at
+ * COFFER_BATCH (or on poll/flush), one doorbell per batch.
+ */
+#define CHAN_EARLY_PUBLISH 8u
 /* Replies handled per reap round before events are completed outside the reap lock. */
 #define CHAN_REAP_CHUNK 64u
 /*
- * Default busy-poll before sleeping, in microseconds (COFFER_POLL_SPIN_US overrides). 0:
- * measured on a loaded 2-core host, a 20 us spin made batch-1 round trips 4x slower (the
- * spinning poller took the core the store needed); with a spare core it made get+release
- * at batch 1 up to 6x faster. Opt in where cores are free.
+ * Default busy-poll before sleeping, in microseconds (COFFER_POLL_SPIN_US overrides; 0 turns
+ * it off). The poller spins only while the store is awake on one of its rings (the store
+ * has not set req.consumer_sleeping: it busy-polls its rings itself, for
+ * COFFER_STORE_SPIN_US, default 50 us, after activity), so a reply is a few microseconds
+ * away and a sleep + eventfd doorbell (two syscalls and a context switch each way, about
+ * 1.4 us per syscall on the 2-core test VM) would cost more than the wait. A store that
+ * announces sleep stops the spin at once: then it needs a core to wake up on, and the
+ * poller gives its own back. History: a fixed 20 us spin, which also spun while the store
+ * slept, made batch-1 round trips 4x slower on a loaded 2-core host.
  */
-#define CHAN_SPIN_US_DEFAULT 0u
+#define CHAN_SPIN_US_DEFAULT 50u
+/* Spin rounds (64 pauses each, about 1-2 us) between sched_yield() calls while spinning. */
+#define CHAN_SPIN_YIELD_ROUNDS 4u
 
 enum { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_PENDING = 2 };
 
@@ -532,29 +548,78 @@ static bool chanv_has_replies(const struct coffer__chanv *v)
 	return false;
 }
 
-/* Spins up to the budget while requests are out; true when replies arrived. */
+/* True when a channel of @v has requests out and the store is awake on its ring (it has
+ * not announced sleep there). Relaxed: a hint for spinning, never for correctness. */
+static bool chanv_store_awake(const struct coffer__chanv *v)
+{
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		const struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked && __atomic_load_n(&ch->inflight, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
+/* True when the store last said it runs on the CPU we run on (req.consumer_cpu, relaxed: a
+ * hint only; spinning there only keeps the store from answering). */
+static bool chanv_store_here(const struct coffer__chanv *v)
+{
+	int cpu = sched_getcpu();
+
+	for (unsigned int i = 0; cpu >= 0 && v && i < v->n; i++) {
+		const struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked && __atomic_load_n(&ch->shm->req.consumer_cpu, __ATOMIC_RELAXED) ==
+				       (uint32_t)cpu + 1)
+			return true;
+	}
+	return false;
+}
+
+/* Tells the store which CPU this poller spins on (rep.consumer_cpu = 1 + cpu, a hint: with
+ * several pollers the last one wins): a store on the same CPU yields it after replying. */
+static void chanv_tell_cpu(const struct coffer__chanv *v)
+{
+	int cpu = sched_getcpu();
+	uint32_t val = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
+
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+
+		if (!ch->forked &&
+		    __atomic_load_n(&ch->shm->rep.consumer_cpu, __ATOMIC_RELAXED) != val)
+			__atomic_store_n(&ch->shm->rep.consumer_cpu, val, __ATOMIC_RELAXED);
+	}
+}
+
+/* Spins up to the budget while requests are out and the store is awake; true when replies
+ * arrived. */
 static bool chanv_spin(const struct coffer__chanv *v)
 {
 	uint64_t deadline;
-	bool inflight = false;
 
 	pthread_once(&g_spin_once, spin_once);
-	if (!g_spin_ns)
+	if (!g_spin_ns || !chanv_store_awake(v))
 		return false;
-	for (unsigned int i = 0; v && i < v->n; i++)
-		if (!v->v[i]->forked && __atomic_load_n(&v->v[i]->inflight, __ATOMIC_RELAXED))
-			inflight = true;
-	if (!inflight)
-		return false;
+	chanv_tell_cpu(v);
 	deadline = now_ns() + g_spin_ns;
-	do {
+	for (unsigned int round = 1;; round++) {
 		for (int k = 0; k < 64; k++) {
 			if (chanv_has_replies(v))
 				return true;
 			coffer__cpu_relax();
 		}
-	} while (now_ns() < deadline);
-	return false;
+		if (!chanv_store_awake(v) || now_ns() >= deadline)
+			break;
+		/* More spinners than cores (client threads beside the store): let a runnable
+		 * store or peer have this core now and then rather than burn the budget; at
+		 * once when the store says it runs on this very CPU. */
+		if (round % CHAN_SPIN_YIELD_ROUNDS == 0 || chanv_store_here(v))
+			sched_yield();
+	}
+	return chanv_has_replies(v);
 }
 
 static int binding_arm(void *arg)
@@ -592,7 +657,7 @@ static int binding_arm(void *arg)
 	}
 	if (spun) {
 		coffer__rcu_read_unlock();
-		return 1;
+		return COFFER__ARM_READY; /* ours to reap now: no yield */
 	}
 	/* Dekker (proto.h): consumer_sleeping = 1 before re-reading rep.prod; pairs with the
 	 * store's fence between publishing rep.prod and reading consumer_sleeping. */
@@ -1105,7 +1170,11 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
 		ch->prod++;
 	}
-	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0)
+	/* Publish at COFFER_BATCH queued requests, or at CHAN_EARLY_PUBLISH while the store
+	 * is awake on this ring (relaxed: a hint; chan_publish_locked() does the handshake). */
+	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0 ||
+	    (ch->prod - ch->published >= CHAN_EARLY_PUBLISH &&
+	     !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED)))
 		bell = chan_publish_locked(ch);
 	else
 		atomic_store_explicit(&ch->unpub, 1, memory_order_relaxed);

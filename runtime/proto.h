@@ -38,6 +38,8 @@
  * about to sleep sets consumer_sleeping = 1, issues a full fence, and re-checks prod; a
  * producer that published issues a full fence, and if consumer_sleeping is set, writes the
  * consumer's doorbell (Dekker-style handshake, as in Linux's virtio used/avail event idea).
+ * consumer_cpu (1 + the consumer's CPU, 0 = unknown) is a busy-polling hint only: a peer
+ * spinning on the same CPU yields it (docs/protocol.md); nothing else depends on it.
  *
  * Trust: the store keeps the ring size and mask in its own memory, copies every entry out
  * of shared memory before looking at it, validates every field, and treats nonsensical
@@ -151,6 +153,7 @@ struct coffer_ring_idx {
 	alignas(64) uint32_t prod;		/* written by the producer only */
 	alignas(64) uint32_t cons;		/* written by the consumer only */
 	alignas(64) uint32_t consumer_sleeping; /* written by the consumer only */
+	uint32_t consumer_cpu; /* consumer only: 1 + the CPU it runs on, 0 = unknown (a hint) */
 };
 
 struct coffer_chan_shm {
@@ -161,6 +164,7 @@ struct coffer_chan_shm {
 _Static_assert(sizeof(struct coffer_msg_hdr) == 16, "wire layout");
 _Static_assert(sizeof(struct coffer_req) == 64, "wire layout");
 _Static_assert(sizeof(struct coffer_rep) == 32, "wire layout");
+_Static_assert(sizeof(struct coffer_chan_shm) == 384, "wire layout");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
 
 #endif /* COFFER_PROTO_H */

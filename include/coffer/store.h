@@ -74,7 +74,8 @@ struct coffer_store_info {
  * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
  * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
- * a poll or flush; default 32), COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
+ * a poll or flush; default 32; 8 already while the store is awake on the channel),
+ * COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
  *
  * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
@@ -115,7 +116,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh);
  * @connh: a connection handle.
  *
  * Asynchronous calls queue their requests in the channel of their EQ and publish them as
- * one batch when COFFER_BATCH requests are queued, when the EQ is polled, or here. The
+ * one batch when COFFER_BATCH requests are queued (8 while the store is awake and polling
+ * the channel: publishing then costs no syscall), when the EQ is polled, or here. The
  * store's doorbell is rung only if the store sleeps.
  *
  * Return: 0; -ENOENT (no such connection, or not a connection handle); -EINVAL (runtime
@@ -182,8 +184,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: poll the EQ,
  *    then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised event).
  *  - Requests queued on an EQ's channel are published to the store as one batch when
- *    COFFER_BATCH of them are queued (default 32), when the EQ is polled, or by
- *    coffer_flush(); the store's doorbell is rung only when it sleeps.
+ *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
+ *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung
+ *    only when it sleeps.
  *  - A connection that dies (store stopped or killed, or a corrupt reply ring) completes
  *    every launched event with -ENOTCONN; later calls return -ENOTCONN.
  *  - Nothing the store answers is trusted: an offset or size outside the arena, a foreign
