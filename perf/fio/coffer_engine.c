@@ -79,6 +79,8 @@
 #define CF_POLL_BATCH 64
 /* How long a poller sleeps at most while a relaunch waits for channel room (us). */
 #define CF_RETRY_SLEEP_US 50
+/* Spinning getevents polls this long before it starts yielding the CPU between polls (us). */
+#define CF_SPIN_ALONE_US 5
 /* Prefill: objects in flight at once. */
 #define CF_PREFILL_DEPTH 64
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
@@ -825,12 +827,19 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 			continue; /* more may be ready */
 		if (cd->nr_events >= min)
 			break;
-		if (spin_until >= 0 && cf_now_us() < spin_until) {
-			/* Still spinning. Yield the CPU between empty polls: with more runnable
-			 * threads than cores (numjobs 2 and the store on 2 cores) the store may be
-			 * waiting for this very core; alone on it, the yield returns at once. */
-			sched_yield();
-			continue;
+		if (spin_until >= 0) {
+			int64_t now = cf_now_us();
+
+			if (now < spin_until) {
+				/* Still spinning. Past the first CF_SPIN_ALONE_US, yield the CPU
+				 * between empty polls: with more runnable threads than cores
+				 * (numjobs 2 and the store on 2 cores) the store may be waiting for
+				 * this very core. Not at once: a yield is a syscall (~1 us here),
+				 * and alone on a core most answers come back sooner. */
+				if (now >= spin_until - (int64_t)o->spin_us + CF_SPIN_ALONE_US)
+					sched_yield();
+				continue;
+			}
 		}
 		if (deadline >= 0 && cf_now_us() >= deadline)
 			break;
