@@ -27,11 +27,11 @@
  *  - getevents polls the EQ; while I/O is in flight it polls without sleeping (yielding the
  *    CPU between polls) for up to coffer_spin_us (default 50 us) per call, then sleeps on the
  *    EQ: a batch comes back within microseconds while the store is awake, and a sleep costs
- *    a doorbell and a wake-up on both sides. A write's create completion copies the data and
- * launches the seal with the same event; the io_u completes when the seal does. A read's get
- *    completion copies the data out, completes the io_u at once and fires the release on a
- *    separate pooled event that is reaped later by getevents (or by the drain at cleanup):
- *    the read's latency does not include the release's round trip.
+ *    a doorbell and a wake-up on both sides. A write's create completion copies the data
+ *    and launches the seal with the same event; the io_u completes when the seal does. A
+ *    read's get completion copies the data out, completes the io_u at once and fires the
+ *    release on a separate pooled event that is reaped later by getevents (or by the drain
+ *    at cleanup): the read's latency does not include the release's round trip.
  *  - a second stage that finds the channel full waits on a retry list, relaunched on the
  *    next pass of the getevents loop, after the poll made room.
  *
@@ -801,10 +801,11 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 			/* Requests are in flight and the store is working on them: poll without
 			 * sleeping for a bounded while first. Sleeping costs a doorbell write in
 			 * the store and a wake-up here, several syscalls per round trip, more than
-			 * the few microseconds a batch takes (measured: 4k randread at iodepth 32,
-			 * ~0.35
-			 * -> ~0.65M IOPS, 36 -> ~0 context switches per 1000 I/Os). Bounded: never
-			 * more than spin_us per getevents call, then the poll below sleeps. */
+			 * the few microseconds a batch takes. Measured, 4k randread at iodepth 32
+			 * on 2 cores with little else running: ~0.35M -> ~0.65M IOPS, 36 -> ~0
+			 * context switches per 1000 I/Os; with two other busy threads on the
+			 * host it is within noise either way. Bounded: never more than spin_us
+			 * per getevents call, then the poll below sleeps. */
 			int64_t now = cf_now_us();
 
 			if (spin_until < 0)
