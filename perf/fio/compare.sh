@@ -17,7 +17,7 @@
 #   --build DIR      build directory (default: the first of build/release, build, build-*
 #                    holding both tools/coffer-store and perf/fio/libcoffer_fio.so)
 #   --png FILE       bar chart (default: the CSV's name with .png)
-#   --store-size S   coffer-store -m (default: largest numjobs x size + 1 GiB)
+#   --store-size S   coffer-store -m (default: numjobs x size + 256 MiB, a store per numjobs)
 #   --numjobs LIST   comma-separated (default 1,2)
 #   --engines LIST   comma-separated subset of coffer,null,mmap,psync,io_uring
 #
@@ -87,11 +87,20 @@ to_bytes() {
 	esac
 }
 size_bytes=$(to_bytes "$size")
-max_nj=1
-for nj in "${numjobs_arr[@]}"; do [ "$nj" -gt "$max_nj" ] && max_nj=$nj; done
-if [ -z "$store_size" ]; then
-	store_size=$(((max_nj * size_bytes + (1 << 30)) >> 20))M
-fi
+# A store per numjobs, sized for what that numjobs writes (every block once, plus room for
+# the replacements in flight): a small enough arena fits the hugepages reserved here
+# (tools/setup.sh reserves 1024 x 2 MiB), and the coffer figures depend on that: with
+# ordinary 4 KiB pages every random 4 KiB block is a TLB miss in fio's copy (measured here,
+# randread numjobs 1, 1 GiB of blocks, 5 s after a 1 s ramp: ~40-120k IOPS with 4 KiB pages
+# against ~600-900k with hugepages; one 10 s run with 4 KiB pages did reach 708k, so the
+# penalty varies with the host). The store's log line below says which one it got.
+store_size_for() {
+	if [ -n "$store_size" ]; then
+		echo "$store_size"
+	else
+		echo "$((($1 * size_bytes + (256 << 20)) >> 20))M"
+	fi
+}
 
 engine_so=""
 store_bin=""
@@ -129,8 +138,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# start_store SIZE
 start_store() {
-	"$store_bin" -m "$store_size" -s "$sock" 2>"$work/store.log" &
+	rm -f "$sock"
+	"$store_bin" -m "$1" -s "$sock" 2>"$work/store.log" &
 	store_pid=$!
 	for _ in $(seq 1 400); do
 		[ -S "$sock" ] && return 0
@@ -138,7 +149,7 @@ start_store() {
 		sleep 0.05
 	done
 	cat "$work/store.log" >&2
-	die "coffer-store did not start (-m $store_size)"
+	die "coffer-store did not start (-m $1)"
 }
 
 # fio arguments of one engine (everything but rw, numjobs, runtime)
@@ -207,12 +218,13 @@ coffer_prepass() {
 echo "compare.sh: 4k random, size $size per job, ${runtime}s per run; engines ${engines[*]}"
 # Other processes skew every figure on a small machine: say how busy it was.
 echo "compare.sh: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-[ -n "$store_bin" ] && {
-	start_store
-	echo "compare.sh: coffer-store -m $store_size (pid $store_pid): $(tr '\n' ' ' <"$work/store.log" | cut -c1-160)"
-}
 for nj in "${numjobs_arr[@]}"; do
-	[ -n "$store_bin" ] && coffer_prepass "$nj"
+	if [ -n "$store_bin" ]; then
+		stop_store
+		start_store "$(store_size_for "$nj")"
+		echo "compare.sh: numjobs=$nj: coffer-store -m $(store_size_for "$nj") (pid $store_pid): $(grep -o 'arena.*' "$work/store.log" | head -1)"
+		coffer_prepass "$nj"
+	fi
 	for rw in randread randwrite; do
 		for eng in "${engines[@]}"; do
 			run_one "$eng" "$rw" "$nj"
