@@ -6,8 +6,10 @@
 #  2. fetches the source of exactly the installed fio version from Debian's source package
 #     (adding deb-src entries when missing) into subprojects/fio-src and configures it, so the
 #     fio ioengine plugin compiles against the same struct layouts as /usr/bin/fio;
-#  3. reserves 2 MiB hugepages when the kernel lets us (COFFER_HUGEPAGES, default 1024 pages
-#     = 2 GiB) and says plainly when it cannot: nothing in coffer needs them to work.
+#  3. reserves 2 MiB hugepages when the kernel lets us (COFFER_HUGEPAGES; default: a quarter
+#     of RAM, at least 512 and at most 1536 pages = 3 GiB, enough for perf/fio/compare.sh's
+#     numjobs-2 store of 2.25 GiB) and says plainly when it cannot: nothing in coffer needs
+#     them to work.
 #
 # Environment: COFFER_HUGEPAGES=N (0 = do not touch vm.nr_hugepages), COFFER_SKIP_APT=1.
 set -euo pipefail
@@ -118,7 +120,14 @@ esac
 : "${src_ver:=}"
 
 # --- hugepages ---------------------------------------------------------------------------
-want=${COFFER_HUGEPAGES:-1024}
+if [ -n "${COFFER_HUGEPAGES:-}" ]; then
+	want=$COFFER_HUGEPAGES
+else
+	mem_kb=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
+	want=$((mem_kb / 4 / 2048))
+	[ "$want" -le 1536 ] || want=1536
+	[ "$want" -ge 512 ] || want=512
+fi
 hp=/proc/sys/vm/nr_hugepages
 if [ "$want" -gt 0 ] && [ -r "$hp" ]; then
 	have=$(cat "$hp")

@@ -89,7 +89,7 @@ to_bytes() {
 size_bytes=$(to_bytes "$size")
 # A store per numjobs, sized for what that numjobs writes (every block once, plus room for
 # the replacements in flight): a small enough arena fits the hugepages reserved here
-# (tools/setup.sh reserves 1024 x 2 MiB), and the coffer figures depend on that: with
+# (tools/setup.sh reserves up to 1536 x 2 MiB), and the coffer figures depend on that: with
 # ordinary 4 KiB pages every random 4 KiB block is a TLB miss in fio's copy (measured here,
 # randread numjobs 1, 1 GiB of blocks, 5 s after a 1 s ramp: ~40-120k IOPS with 4 KiB pages
 # against ~600-900k with hugepages; one 10 s run with 4 KiB pages did reach 708k, so the
