@@ -199,6 +199,17 @@ static void ready_free(struct reclaim_batch *list, bool keep_spare)
 	}
 }
 
+/* Free a ready list this thread took, as a reader of drain_rw so that a barrier or
+ * fork-prepare waits for it (R5). */
+static void ready_free_reader(struct reclaim_batch *list)
+{
+	my_draining = true;
+	pthread_rwlock_rdlock(&drain_rw);
+	ready_free(list, false);
+	pthread_rwlock_unlock(&drain_rw);
+	my_draining = false;
+}
+
 /* Free what @t's owner has not freed yet, on this thread, holding drain_rw for reading (R5). */
 static void drain_ready(struct reclaim_tls *t, bool keep_spare)
 {
@@ -444,13 +455,8 @@ void coffer__reclaim_flush_all(void)
 		list = b->rb_next;
 		batch_submit(b, NULL);
 	}
-	if (ready) {
-		my_draining = true;
-		pthread_rwlock_rdlock(&drain_rw);
-		ready_free(ready, false);
-		pthread_rwlock_unlock(&drain_rw);
-		my_draining = false;
-	}
+	if (ready)
+		ready_free_reader(ready);
 }
 
 void coffer__reclaim_drain_all(void)
@@ -474,13 +480,8 @@ void coffer__reclaim_drain_all(void)
 	pthread_rwlock_wrlock(&drain_rw);
 	pthread_rwlock_unlock(&drain_rw);
 	/* ...and free the rest here, outside every coffer lock (hop_rec_free may use coffer). */
-	if (list) {
-		my_draining = true;
-		pthread_rwlock_rdlock(&drain_rw);
-		ready_free(list, false);
-		pthread_rwlock_unlock(&drain_rw);
-		my_draining = false;
-	}
+	if (list)
+		ready_free_reader(list);
 }
 
 int64_t coffer__reclaim_backlog(void)
