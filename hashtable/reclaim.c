@@ -199,6 +199,21 @@ static void ready_free(struct reclaim_batch *list, bool keep_spare)
 	}
 }
 
+/* Take @t's ready stack and push its batches onto @list. Return: the new list. */
+static struct reclaim_batch *ready_take_onto(struct reclaim_tls *t, struct reclaim_batch *list)
+{
+	struct reclaim_batch *b = ready_take(t);
+
+	while (b) {
+		struct reclaim_batch *n = b->rb_next;
+
+		b->rb_next = list;
+		list = b;
+		b = n;
+	}
+	return list;
+}
+
 /* Free a ready list this thread took, as a reader of drain_rw so that a barrier or
  * fork-prepare waits for it (R5). */
 static void ready_free_reader(struct reclaim_batch *list)
@@ -428,14 +443,7 @@ void coffer__reclaim_flush_all(void)
 			/* An orphan of fork: nobody frees its ready stack but us (R4). */
 			reg_remove(t);
 			__atomic_store_n(&t->rt_gone, 1, __ATOMIC_SEQ_CST);
-			b = ready_take(t);
-			while (b) {
-				struct reclaim_batch *n = b->rb_next;
-
-				b->rb_next = ready;
-				ready = b;
-				b = n;
-			}
+			ready = ready_take_onto(t, ready);
 			t->rt_next = dead; /* unlisted: the link is ours now */
 			dead = t;
 		}
@@ -461,19 +469,12 @@ void coffer__reclaim_flush_all(void)
 
 void coffer__reclaim_drain_all(void)
 {
-	struct reclaim_batch *list = NULL, *b;
+	struct reclaim_batch *list = NULL;
 
 	rcu_register_self();
 	pthread_mutex_lock(&reg_mu);
 	for (struct reclaim_tls *t = reg_head.rt_next; t != &reg_head; t = t->rt_next) {
-		b = ready_take(t);
-		while (b) {
-			struct reclaim_batch *n = b->rb_next;
-
-			b->rb_next = list;
-			list = b;
-			b = n;
-		}
+		list = ready_take_onto(t, list);
 	}
 	pthread_mutex_unlock(&reg_mu);
 	/* Wait for the frees of lists their owners took before us (R5)... */
