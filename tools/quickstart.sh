@@ -8,6 +8,17 @@
 #              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1.
 set -uo pipefail
 
+case "${1:-}" in
+-h | --help)
+	sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+?*)
+	echo "quickstart.sh: takes no arguments (try --help); settings are environment variables" >&2
+	exit 2
+	;;
+esac
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 
@@ -52,7 +63,10 @@ cleanup() {
 	fi
 	rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+# Interrupted: stop here (cleanup runs on EXIT) rather than go on against a removed store.
+trap 'echo; say "interrupted"; exit 130' INT
+trap 'say "terminated"; exit 143' TERM
 
 declare -A R
 missing=()

@@ -1024,14 +1024,29 @@ static int make_listener(struct store *st)
 			COFFER_LOG(COFFER_LOG_ERR, "%s exists and is not a socket; refusing", path);
 			return -1;
 		}
+		int err;
+
 		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			close(fd);
+		if (fd < 0) {
+			COFFER_LOG(COFFER_LOG_ERR, "socket: %s", strerror(errno));
+			return -1;
+		}
+		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
+		close(fd);
+		if (err == 0) {
 			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s", path);
 			return -1;
 		}
-		if (fd >= 0)
-			close(fd);
+		/* Only a socket nobody listens on is stale. Anything else (EPROTOTYPE: another
+		 * program's stream or datagram socket; EACCES) belongs to someone alive. */
+		if (err != ECONNREFUSED) {
+			COFFER_LOG(
+			    COFFER_LOG_ERR,
+			    "%s is in use by another program (connect: %s); refusing to replace "
+			    "it",
+			    path, strerror(err));
+			return -1;
+		}
 		unlink(path); /* stale socket of a store that died */
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -46,13 +46,17 @@ static int bad(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* SIZE with an optional K/M/G/T suffix (coffer__parse_size); 0 bytes is refused. */
+/* SIZE with an optional K/M/G/T suffix (coffer__parse_size); 0 bytes is refused, and so is
+ * anything at or above 2^62 bytes, which no machine can back and whose rounding up to a
+ * hugepage multiple would wrap to 0. */
 static int parse_size(const char *s, uint64_t *out)
 {
 	int rc = coffer__parse_size(s, out);
 
 	if (rc == 0 && *out == 0)
 		return -EINVAL;
+	if (rc == 0 && *out >= (1ull << 62))
+		return -ERANGE;
 	return rc;
 }
 

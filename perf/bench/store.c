@@ -449,7 +449,7 @@ static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_rele
 				.teardown = st_cleanup};
 	struct coffer_store_info before;
 	uint64_t errors;
-	char why[160] = "";
+	char why[320] = "", cwhy[160];
 	bool ok;
 	int rc;
 
@@ -468,9 +468,12 @@ static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_rele
 		    coffer_strerror(atomic_load_explicit(&sh.first_err, memory_order_relaxed)));
 	else if (run.ops == 0)
 		snprintf(why, sizeof(why), "no operation completed");
-	if (!st_store_clean(conn, &before, why[0] ? why + strlen(why) : why,
-			    sizeof(why) - strlen(why)))
+	if (!st_store_clean(conn, &before, cwhy, sizeof(cwhy))) {
+		size_t k = strlen(why);
+
+		snprintf(why + k, sizeof(why) - k, "%s%s", k ? "; " : "", cwhy);
 		ok = false;
+	}
 	st_report("coffer", get_release ? "get-release" : "create-seal", batch, threads,
 		  o->obj_size, run.elapsed_s, run.ops, ok, why[0] ? why : NULL);
 	return ok ? 0 : -EIO;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -665,6 +667,7 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "0", NULL},
 	    {"-m", "12Q", NULL},
 	    {"-m", "99999999999999999999", NULL},
+	    {"-m", "18446744073709551615", NULL}, /* fits 64 bits; rounded up it would wrap */
 	    {NULL},
 	    {"-m", "1M", "--hugepages=maybe", NULL},
 	    {"-m", "1M", "--socket-mode=0999", NULL},
@@ -694,6 +697,33 @@ static void test_startup_refusal(void **state)
 	assert_int_equal(rc_store_start(&st, huge_plain), 1);
 	assert_int_equal(rc_store_start(&st, huge_hp), 1);
 	assert_int_equal(rc_store_start(&st, notfs), 1); /* /tmp is not hugetlbfs */
+}
+
+/* Another program's live socket at the path is refused and left alone, never unlinked. */
+static void test_foreign_socket_kept(void **state)
+{
+	char dir[] = "/tmp/coffer-foreign-XXXXXX", path[108];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *args[] = {"-m", "1M", "--hugepages=off", "-s", path, NULL};
+	int l, c;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	strcpy(sa.sun_path, path);
+	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(rc_run_exit(args), 1);
+	/* still ours: the path exists and a stream client still reaches our listener */
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c >= 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(c);
+	close(l);
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_socket_mode_and_stop(void **state)
@@ -854,6 +884,7 @@ int main(void)
 					    setup16, teardown),
 	    cmocka_unit_test(test_cli_errors_exit_2),
 	    cmocka_unit_test(test_startup_refusal),
+	    cmocka_unit_test(test_foreign_socket_kept),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_other_uid_refused),
 	    cmocka_unit_test(test_hugepages),
