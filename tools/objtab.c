@@ -819,7 +819,9 @@ void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner
 			 int stage)
 {
 	struct entry *const *slot = &ot->ebuckets[h & ot->emask];
+	struct holder *const *slot_h;
 	const struct entry *e;
+	const struct obj *o;
 
 	if (stage == 0) {
 		__builtin_prefetch(slot);
@@ -831,15 +833,30 @@ void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner
 			__builtin_prefetch(e);
 		return;
 	}
-	/* Stage 2: the entry is (mostly) in cache; a chain longer than one costs misses here
-	 * rather than in the request, which is no worse. */
+	/* Stages 2 and 3: the entry is (mostly) in cache; a chain longer than one costs misses
+	 * here rather than in the request, which is no worse. */
 	while (e != NULL && e->hash != h)
 		e = e->hnext;
 	if (e == NULL || e->cur == NULL)
 		return;
-	__builtin_prefetch(e->cur);
-	__builtin_prefetch((const char *)e->cur + 64);
-	__builtin_prefetch(&ot->hbuckets[holder_hash(ot, ow, e->cur) & ot->hmask]);
+	o = e->cur;
+	slot_h = &ot->hbuckets[holder_hash(ot, ow, o) & ot->hmask];
+	if (stage == 2) {
+		__builtin_prefetch(o);
+		__builtin_prefetch((const char *)o + 64);
+		__builtin_prefetch(slot_h);
+		return;
+	}
+	/* Stage 3: what a get, a release or the seal of a replacement touches next: the LRU
+	 * neighbours it unlinks from, its arena block, the first holder of its bucket. */
+	if (*slot_h != NULL)
+		__builtin_prefetch(*slot_h);
+	if (coffer__dl_linked(&o->lru)) {
+		__builtin_prefetch(o->lru.prev);
+		__builtin_prefetch(o->lru.next);
+	}
+	if (o->blk != NULL)
+		__builtin_prefetch(o->blk);
 }
 
 int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,

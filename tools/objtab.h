@@ -91,15 +91,16 @@ uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid);
 /**
  * coffer__ot_prefetch() - start loading the cache lines that a request for the ObjectID with
  * hash @h will read, so that the misses of a batch overlap instead of being paid one request
- * at a time. Call it for every request of a batch with @stage 0, then all with 1, then all
- * with 2, then execute them; any stage may be skipped. A pure hint: it changes nothing and
+ * at a time. Call it for every request of a batch with @stage 0, then all with 1, 2 and 3,
+ * then execute them; later stages may be skipped. A pure hint: it changes nothing and
  * cannot fault (it reads only the table's own bucket array and entries, which are all live
  * between calls that execute requests).
  * @ot: the table.
  * @ow: the client that will send the request (its holder bucket is fetched in stage 2).
  * @h: coffer__ot_hash() of the request's ObjectID.
  * @stage: 0: the hash bucket; 1: the bucket's first entry; 2: the entry's current object and
- * the (client, object) holder bucket.
+ * the (client, object) holder bucket; 3: that bucket's first holder, the object's LRU
+ * neighbours and its arena block.
  * Source: the group prefetching of hash probes in Chen et al., "Improving Hash Join
  * Performance through Prefetching" (ICDE 2004).
  */

@@ -370,14 +370,14 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
  *
  * Requests are taken in groups of up to DRAIN_BATCH: each group is copied into private memory
  * (copy, then trust: nothing is read from the ring twice), every request's ObjectID is
- * hashed and its table lines are prefetched in three passes (coffer__ot_prefetch(): bucket,
- * entry, object + holder bucket), then the requests are checked and executed in ring order.
- * Prefetching is only a hint, so an invalid request costs nothing more than a wasted load;
- * coffer__req_check() still decides before anything is executed. The group size is fixed
- * when the group is taken: every executed request uses exactly one reply slot, immediate or
- * reserved for a waiting get (a deferred reply delivered meanwhile moves one from waiting
- * to rep_prod), so the reply-space condition cannot change within a group; a client doomed
- * meanwhile stops the drain at once, as before. */
+ * hashed and its table lines are prefetched in four passes (coffer__ot_prefetch(): bucket,
+ * entry, object + holder bucket, holder + LRU neighbours + arena block), then the requests are
+ * checked and executed in ring order. Prefetching is only a hint, so an invalid request costs
+ * nothing more than a wasted load; coffer__req_check() still decides before anything is executed.
+ * The group size is fixed when the group is taken: every executed request uses exactly one reply
+ * slot, immediate or reserved for a waiting get (a deferred reply delivered meanwhile moves one
+ * from waiting to rep_prod), so the reply-space condition cannot change within a group; a client
+ * doomed meanwhile stops the drain at once, as before. */
 static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget)
 {
 	struct coffer_req reqs[DRAIN_BATCH];
@@ -420,7 +420,7 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 			hash[i] = coffer__ot_hash(st->ot, reqs[i].oid);
 			coffer__ot_prefetch(st->ot, &s->owner, hash[i], 0);
 		}
-		for (stage = 1; stage <= 2 && k > 1; stage++)
+		for (stage = 1; stage <= 3 && k > 1; stage++)
 			for (i = 0; i < k; i++)
 				coffer__ot_prefetch(st->ot, &s->owner, hash[i], stage);
 		for (j = 0; j < k && !s->doomed; j++) {
