@@ -78,6 +78,46 @@ void coffer__ot_drop_route(struct coffer__ot *ot, struct coffer__owner *o, uint3
 int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *o, const struct coffer_req *req,
 		    uint32_t route, struct coffer_rep *rep);
 
+/**
+ * coffer__ot_hash() - the table's (seeded) hash of ObjectID @oid, for
+ * coffer__ot_prefetch() and coffer__ot_exec_hashed().
+ * @ot: the table.
+ * @oid: COFFER_OID_SIZE bytes; any value (it is only hashed, so it may come from a request
+ * not checked yet).
+ * Return: the 64-bit hash; equal ObjectIDs give equal hashes for the table's lifetime.
+ */
+uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid);
+
+/**
+ * coffer__ot_prefetch() - start loading the cache lines that a request for the ObjectID with
+ * hash @h will read, so that the misses of a batch overlap instead of being paid one request
+ * at a time. Call it for every request of a batch with @stage 0, then all with 1, 2 and 3,
+ * then execute them; later stages may be skipped. A pure hint: it changes nothing and
+ * cannot fault (it reads only the table's own bucket array and entries, which are all live
+ * between calls that execute requests).
+ * @ot: the table.
+ * @ow: the client that will send the request (its holder bucket is fetched in stage 2).
+ * @h: coffer__ot_hash() of the request's ObjectID.
+ * @stage: 0: the hash bucket; 1: the bucket's first entry; 2: the entry's current object and
+ * the (client, object) holder bucket; 3: that bucket's first holder, the object's LRU
+ * neighbours and its arena block.
+ * Source: the group prefetching of hash probes in Chen et al., "Improving Hash Join
+ * Performance through Prefetching" (ICDE 2004).
+ */
+void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner *ow, uint64_t h,
+			 int stage);
+
+/**
+ * coffer__ot_exec_hashed() - coffer__ot_exec() for a request whose ObjectID hash the caller
+ * already computed with coffer__ot_hash() (so a batch hashes each request once).
+ * @h: coffer__ot_hash(@ot, @req->oid); a wrong value makes lookups miss (never unsafe, but
+ * wrong), so pass exactly that.
+ * Other arguments and return value: as coffer__ot_exec().
+ */
+int coffer__ot_exec_hashed(struct coffer__ot *ot, struct coffer__owner *o,
+			   const struct coffer_req *req, uint64_t h, uint32_t route,
+			   struct coffer_rep *rep);
+
 /** coffer__ot_expire() - complete waiting gets whose deadline (monotonic us) passed. */
 void coffer__ot_expire(struct coffer__ot *ot, uint64_t now_us);
 

@@ -347,6 +347,7 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	}
 }
 
+/* Check and execute one socket request (the ring path batches: chan_drain()). */
 static void exec_one(struct store *st, struct sess *s, const struct coffer_req *req, uint32_t route,
 		     struct coffer_rep *rep, int *immediate)
 {
@@ -362,9 +363,25 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 	*immediate = coffer__ot_exec(st->ot, &s->owner, req, route, rep);
 }
 
-/* Take up to @budget requests from @c's ring. Return: how many. */
+/* Requests a ring drain copies out, hashes and prefetches before executing any of them. */
+#define DRAIN_BATCH 32u
+
+/* Take up to @budget requests from @c's ring. Return: how many.
+ *
+ * Requests are taken in groups of up to DRAIN_BATCH: each group is copied into private memory
+ * (copy, then trust: nothing is read from the ring twice), every request's ObjectID is
+ * hashed and its table lines are prefetched in four passes (coffer__ot_prefetch(): bucket,
+ * entry, object + holder bucket, holder + LRU neighbours + arena block), then the requests are
+ * checked and executed in ring order. Prefetching is only a hint, so an invalid request costs
+ * nothing more than a wasted load; coffer__req_check() still decides before anything is executed.
+ * The group size is fixed when the group is taken: every executed request uses exactly one reply
+ * slot, immediate or reserved for a waiting get (a deferred reply delivered meanwhile moves one
+ * from waiting to rep_prod), so the reply-space condition cannot change within a group; a client
+ * doomed meanwhile stops the drain at once, as before. */
 static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget)
 {
+	struct coffer_req reqs[DRAIN_BATCH];
+	uint64_t hash[DRAIN_BATCH];
 	uint32_t prod, cons;
 	unsigned int n = 0;
 	struct sess *s = c->s;
@@ -388,19 +405,44 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 	c->rep_cons = cons;
 	while (c->req_cons != prod && n < budget && !s->doomed &&
 	       (uint32_t)(c->rep_prod - c->rep_cons) + c->waiting < c->entries) {
-		struct coffer_req req;
-		struct coffer_rep rep;
-		int imm;
+		uint32_t room = c->entries - ((uint32_t)(c->rep_prod - c->rep_cons) + c->waiting);
+		uint32_t k = prod - c->req_cons, i, j;
+		int stage;
 
-		memcpy(&req, &c->reqs[c->req_cons & c->mask], sizeof(req)); /* copy, then trust */
-		c->req_cons++;
-		n++;
-		exec_one(st, s, &req, c->id + 1, &rep, &imm);
-		if (imm) {
-			memcpy(&c->reps[c->rep_prod & c->mask], &rep, sizeof(rep));
-			c->rep_prod++;
-		} else {
-			c->waiting++;
+		if (k > budget - n)
+			k = budget - n;
+		if (k > room)
+			k = room;
+		if (k > DRAIN_BATCH)
+			k = DRAIN_BATCH;
+		for (i = 0; i < k; i++) {
+			memcpy(&reqs[i], &c->reqs[(c->req_cons + i) & c->mask], sizeof(reqs[i]));
+			hash[i] = coffer__ot_hash(st->ot, reqs[i].oid);
+			coffer__ot_prefetch(st->ot, &s->owner, hash[i], 0);
+		}
+		for (stage = 1; stage <= 3 && k > 1; stage++)
+			for (i = 0; i < k; i++)
+				coffer__ot_prefetch(st->ot, &s->owner, hash[i], stage);
+		for (j = 0; j < k && !s->doomed; j++) {
+			struct coffer_rep rep;
+			int rc = coffer__req_check(&reqs[j]), imm = 1;
+
+			c->req_cons++;
+			n++;
+			if (rc != 0) {
+				memset(&rep, 0, sizeof(rep));
+				rep.tag = reqs[j].tag;
+				rep.status = rc;
+			} else {
+				imm = coffer__ot_exec_hashed(st->ot, &s->owner, &reqs[j], hash[j],
+							     c->id + 1, &rep);
+			}
+			if (imm) {
+				memcpy(&c->reps[c->rep_prod & c->mask], &rep, sizeof(rep));
+				c->rep_prod++;
+			} else {
+				c->waiting++;
+			}
 		}
 	}
 	if (n > 0) {
