@@ -1,9 +1,9 @@
 #!/bin/bash
 # Final measurement set on the merged tree (build/release), short runs, quiet machine hoped.
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../.."  # the repository root
 B=build/release
-out=/tmp/meas; rm -rf $out; mkdir -p $out
+out=${1:-/tmp/meas}; rm -rf "$out"; mkdir -p "$out"
 uptime > $out/load.txt
 $B/perf/bench/coffer-bench hash --threads 1,2 --seconds 1 --repeat 3 --csv $out/hash.csv > $out/hash.txt 2>&1
 d=$(mktemp -d); S=$d/s.sock
