@@ -208,7 +208,21 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
 	if (n < 0) {
+		/* A store that refused us (wrong user, out of fds) said why before closing:
+		 * report its ERROR status rather than a bare -ENOTCONN. */
 		rc = -ENOTCONN;
+		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
+				     MSG_DONTWAIT);
+		while (ngot)
+			close(got_fds[--ngot]);
+		if (n > 0 && coffer__msg_check(in, (size_t)n, &hdr) == 0 &&
+		    hdr.type == COFFER_MSG_ERROR) {
+			struct coffer_msg_error e;
+
+			memcpy(&e, in + sizeof(hdr), sizeof(e));
+			if (e.status < 0 && e.status >= -4095)
+				rc = e.status;
+		}
 		goto out;
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */

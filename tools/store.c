@@ -235,6 +235,24 @@ static void send_simple(struct store *st, struct sess *s, uint16_t type, const v
 	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds);
 }
 
+/* An ERROR message straight on @fd, best effort, never queued: for a client about to be
+ * closed (a protocol violation) or refused at accept (wrong user, store out of fds), so that
+ * it learns why instead of seeing only EOF. */
+static void send_error_now(int fd, int status, const char *msg)
+{
+	unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_msg_error)];
+	struct coffer_msg_error e;
+	struct coffer_msg_hdr h;
+
+	memset(&e, 0, sizeof(e));
+	e.status = status;
+	snprintf(e.message, sizeof(e.message), "%s", msg);
+	coffer__msg_hdr_init(&h, COFFER_MSG_ERROR, 0, sizeof(buf));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &e, sizeof(e));
+	(void)coffer__send_fds(fd, buf, sizeof(buf), NULL, 0, MSG_DONTWAIT);
+}
+
 /* ERROR message; @fatal closes the client after it (protocol violations). */
 static void send_error(struct store *st, struct sess *s, int status, int fatal, const char *fmt,
 		       ...) __attribute__((format(printf, 5, 6)));
@@ -252,15 +270,8 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 	if (fatal) {
 		COFFER_LOG(COFFER_LOG_WARN, "client pid %d: %s", (int)s->pid, e.message);
 		/* Best effort, never queued: the client is closed right after. */
-		if (!s->doomed) {
-			unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(e)];
-			struct coffer_msg_hdr h;
-
-			coffer__msg_hdr_init(&h, COFFER_MSG_ERROR, 0, sizeof(buf));
-			memcpy(buf, &h, sizeof(h));
-			memcpy(buf + sizeof(h), &e, sizeof(e));
-			(void)coffer__send_fds(s->fd, buf, sizeof(buf), NULL, 0, MSG_DONTWAIT);
-		}
+		if (!s->doomed)
+			send_error_now(s->fd, status, e.message);
 		doom(s, e.message);
 		return;
 	}
@@ -840,8 +851,11 @@ static void do_accept(struct store *st)
 					close(st->reserve_fd);
 					st->reserve_fd = -1;
 					fd = accept4(st->lfd, NULL, NULL, SOCK_CLOEXEC);
-					if (fd >= 0)
+					if (fd >= 0) {
+						send_error_now(fd, -EMFILE,
+							       "store out of file descriptors");
 						close(fd);
+					}
 					st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 					COFFER_LOG(COFFER_LOG_WARN,
 						   "out of file descriptors: refused a client");
@@ -861,6 +875,7 @@ static void do_accept(struct store *st)
 			COFFER_LOG(COFFER_LOG_WARN,
 				   "refused client pid %d uid %u: not the store's user",
 				   (int)uc.pid, (unsigned int)uc.uid);
+			send_error_now(fd, -EACCES, "not the store's user (see --socket-mode)");
 			close(fd);
 			continue;
 		}

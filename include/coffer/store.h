@@ -78,7 +78,8 @@ struct coffer_store_info {
  * COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
  *
  * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
- * -EACCES; -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
+ * -EACCES (not the store's user or group: refused by the store or by the file system);
+ * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
  * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
  * -ETIMEDOUT (no answer within COFFER_CTL_TIMEOUT_MS = 10 s: a stopped store, or a socket
  * that is not a coffer-store); -ENOMEM; other -errno from socket(2), connect(2), mmap(2),

@@ -5,9 +5,10 @@
  *  - socket-mode: the socket is created 0600 by default, 0660 with --socket-mode=0660.
  *  - other-uid (root only, else skipped): with the socket's and directory's permissions
  *    opened up by root (so that only the store's own check stands), a client running as
- *    uid/gid 65534 is closed without a message and without the arena fd, on a 0600
- *    store; on a --socket-mode=0660 store a uid-65534 client of the store's group is
- *    served, and one of another group is still refused.
+ *    uid/gid 65534 gets one ERROR -EACCES and is closed, without the arena fd, on a 0600
+ *    store (and coffer_connect() returns -EACCES); on a --socket-mode=0660 store a
+ *    uid-65534 client of the store's group is served, and one of another group is still
+ *    refused.
  *  - holds-only: a client can seal, abort or release only what it holds, on the socket
  *    and through a ring (-EPERM / -ENOENT), and its failed attempts change nothing for the
  *    holders (a deferred delete still waits for the real holder's release).
@@ -34,6 +35,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include <coffer/coffer.h>
 
 #include "tests/reliability/relcommon.h"
 #include "tests/store/rawclient.h"
@@ -79,8 +82,9 @@ static void test_socket_mode(void **state)
 }
 
 /*
- * In a child: become @uid/@gid and try a full HELLO. Exit status: 0 refused cleanly (closed,
- * no fd), 1 served (HELLO_REPLY with the arena fd), 2 something else, 3 could not switch.
+ * In a child: become @uid/@gid and try a full HELLO. Exit status: 0 refused cleanly (at most
+ * one ERROR -EACCES, then closed, no fd; and coffer_connect() says -EACCES), 1 served
+ * (HELLO_REPLY with the arena fd), 2 something else, 3 could not switch.
  */
 static int as_other(uid_t uid, gid_t gid)
 {
@@ -102,6 +106,19 @@ static int as_other(uid_t uid, gid_t gid)
 		coffer__msg_hdr_init(&h, COFFER_MSG_HELLO, 0, sizeof(h));
 		(void)rc_send_raw(&c, &h, sizeof(h), NULL, 0);
 		n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 5000);
+		if (n > 0 && nfds == 0 && coffer__msg_check(buf, (size_t)n, &h) == 0 &&
+		    h.type == COFFER_MSG_ERROR) {
+			struct coffer_msg_error e;
+			coffer_handle_t ch;
+
+			memcpy(&e, buf + sizeof(h), sizeof(e));
+			if (e.status != -EACCES)
+				_exit(2);
+			n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 5000); /* then EOF */
+			if (n > 0 || nfds != 0 || n == -ETIMEDOUT)
+				_exit(2);
+			_exit(coffer_connect(g_store.sock, &ch) == -EACCES ? 0 : 2);
+		}
 		if (n <= 0 && nfds == 0 && n != -ETIMEDOUT)
 			_exit(0);
 		if (n > 0 && coffer__msg_check(buf, (size_t)n, &h) == 0 &&
