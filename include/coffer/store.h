@@ -79,14 +79,15 @@ struct coffer_store_info {
  *
  * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
- * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed
- * reply or an arena that cannot be mapped safely); -ENOTCONN (the store closed the socket);
- * -ETIMEDOUT (no answer within COFFER_CTL_TIMEOUT_MS = 10 s: a stopped store, or a socket
- * that is not a coffer-store); -ENOMEM; other -errno from socket(2), connect(2), mmap(2),
- * pthread_create(3). Context: any thread; blocks for one round trip on the socket; not inside an
- * RCU read-side section. Lifetime: the handle is valid until coffer_disconnect(); after a fork(),
- * the child's copy is dead (every call gets -ENOTCONN) and the child must connect again. Source:
- * Plasma's PlasmaClient::Connect (fd passed once, mapping cached by id).
+ * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
+ * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);
+ * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_CTL_TIMEOUT_MS = 10
+ * s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno from
+ * socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round trip
+ * on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
+ * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN) and the
+ * child must connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
+ * by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
 
