@@ -670,7 +670,12 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 			rc = (int)k;
 			break;
 		}
-		if (timeout_us == 0 || (wait_running && coffer__eqw_running(word) == 0) ||
+		/* wait_running: 0 only when nothing runs and nothing is left to reap. A
+		 * completion counts itself COMPLETED (no longer RUNNING) before it links its
+		 * event, so RUNNING == 0 alone would miss one still inside its push window. */
+		if (timeout_us == 0 ||
+		    (wait_running && coffer__eqw_running(word) == 0 &&
+		     coffer__eqw_completed(word) == 0) ||
 		    (timeout_us > 0 && coffer__eq_deadline_passed(&deadline)))
 			break;
 		if (ref == NULL) {

@@ -313,6 +313,8 @@ static void test_lies(void **state)
 		while (got < 2) {
 			int n = coffer_eq_poll(eq, 1, 5000000, 2, done);
 
+			if (n <= 0)
+				print_error("coffer_eq_poll: %d after %d of 2\n", n, got);
 			assert_true(n > 0);
 			for (int k = 0; k < n; k++)
 				assert_int_equal(done[k]->ev_error, -ENOTCONN);

@@ -13,8 +13,13 @@
  *
  * With -h, completions come from the pollers' progress hook instead (see chan below).
  *
+ * With -w, a ping-pong instead: the main thread launches one event at a time, a completer
+ * thread completes it, and the main thread's wait_running poll must return that event. A
+ * wait_running poll may return 0 only when nothing runs and nothing completed is left to
+ * reap; a completion inside its push window (counted, not yet linked) is still there.
+ *
  * Usage: eq_stress [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]
- *                  [-y yield_every] [-t poll_timeout_us] [-h]
+ *                  [-y yield_every] [-t poll_timeout_us] [-h] [-w]
  * Prints one summary line; exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
 #include <errno.h>
@@ -233,9 +238,69 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [-p pollers] [-l launchers] [-n events] [-k pool] [-b batch]"
-		" [-y yield_every] [-t poll_timeout_us] [-h]\n",
+		" [-y yield_every] [-t poll_timeout_us] [-h] [-w]\n",
 		argv0);
 	return 2;
+}
+
+/* -w: the event the main thread handed to the completer (NULL: none), and a stop flag. */
+static struct {
+	_Atomic(struct sev *) handoff;
+	atomic_int stop;
+} pp;
+
+static void *completer_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&pp.stop, memory_order_relaxed)) {
+		/* acquire: pairs with the release store of the launched event */
+		struct sev *s = atomic_exchange_explicit(&pp.handoff, NULL, memory_order_acquire);
+
+		if (s == NULL) {
+			sched_yield();
+			continue;
+		}
+		coffer__event_complete(&s->ev, expected_rc(s->seq));
+	}
+	return NULL;
+}
+
+/* -w: returns 0 when every wait_running poll returned its event, else 1. */
+static int ping_pong(void)
+{
+	struct sev s = {.seq = 0};
+	struct coffer_event *out;
+	uint64_t zero_polls = 0, wrong = 0, seq;
+	pthread_t tid;
+	int k, failed = 0;
+
+	if (coffer_event_init(&s.ev, g.eqh, NULL) != 0 ||
+	    pthread_create(&tid, NULL, completer_main, NULL) != 0)
+		return 1;
+	for (seq = 0; seq < g.events && !failed; seq++) {
+		s.seq = seq;
+		if (coffer__event_launch(&s.ev) != 0) {
+			failed = 1;
+			break;
+		}
+		/* release: the completer reads s.seq */
+		atomic_store_explicit(&pp.handoff, &s, memory_order_release);
+		do {
+			k = coffer_eq_poll(g.eqh, 1, g.timeout_us, 1, &out);
+			zero_polls += k == 0;
+		} while (k == 0 && zero_polls < 1000);
+		if (k != 1 || out != &s.ev || s.ev.ev_error != expected_rc(seq))
+			wrong++, failed = 1;
+	}
+	atomic_store(&pp.stop, 1);
+	pthread_join(tid, NULL);
+	if (coffer_event_fini(&s.ev) != 0)
+		failed = 1;
+	printf("eq_stress: ping-pong events=%llu wait_running polls that returned 0=%llu "
+	       "wrong=%llu %s\n",
+	       (unsigned long long)seq, (unsigned long long)zero_polls, (unsigned long long)wrong,
+	       failed || zero_polls ? "FAIL" : "ok");
+	return failed || zero_polls ? 1 : 0;
 }
 
 #define CHECK(cond)                                                                                \
@@ -254,7 +319,7 @@ int main(int argc, char **argv)
 	uint64_t i, got = 0, missing = 0;
 	unsigned int t, j;
 	double t0, secs;
-	int opt, failed = 0;
+	int opt, failed = 0, pingpong = 0;
 
 	g.pollers = 4;
 	g.launchers = 4;
@@ -263,7 +328,7 @@ int main(int argc, char **argv)
 	g.batch = 16;
 	g.yield_every = 97;
 	g.timeout_us = -1;
-	while ((opt = getopt(argc, argv, "p:l:n:k:b:y:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "p:l:n:k:b:y:t:hw")) != -1) {
 		switch (opt) {
 		case 'p':
 			g.pollers = (unsigned int)strtoul(optarg, NULL, 0);
@@ -289,6 +354,9 @@ int main(int argc, char **argv)
 		case 'h':
 			g.hook = 1;
 			break;
+		case 'w':
+			pingpong = 1;
+			break;
 		default:
 			return usage(argv[0]);
 		}
@@ -303,6 +371,12 @@ int main(int argc, char **argv)
 	if (coffer_eq_create(&g.eqh) != 0) {
 		fprintf(stderr, "eq_stress: coffer_eq_create failed\n");
 		return 1;
+	}
+	if (pingpong) {
+		failed = ping_pong();
+		if (coffer_eq_destroy(g.eqh, 0) != 0 || coffer_fini() != 0)
+			failed = 1;
+		return failed;
 	}
 	if (g.hook) {
 		struct coffer__eq_progress hook = {
