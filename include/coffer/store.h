@@ -196,6 +196,11 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket).
+ *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
+ *    connection holds at most the store's max_channels live channels (64, sent in
+ *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE.
+ *    A channel is freed when its EQ is destroyed (a hidden EQ when its thread exits).
+ *    Programs with more concurrent EQs or blocking threads open more connections.
  */
 
 /**
