@@ -179,6 +179,31 @@ static void seg_put(struct coffer__seg *seg)
 
 /* ---- control socket ---------------------------------------------------------------- */
 
+/*
+ * After a failed send or a reset: a store that refused us (wrong user, out of fds) sent one
+ * ERROR before closing. Returns its status if it is queued, else -ENOTCONN. (A Unix socket
+ * whose peer closed with our request unread reports ECONNRESET once, before the queued
+ * messages.)
+ */
+static int ctl_refusal(int sock)
+{
+	uint8_t in[sizeof(struct coffer_msg_hdr) + 512];
+	struct coffer_msg_hdr hdr;
+	struct coffer_msg_error e;
+	int got_fds[COFFER_MSG_FDS_MAX];
+	unsigned int ngot = 0;
+	long n;
+
+	n = coffer__recv_fds(sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
+			     MSG_DONTWAIT);
+	while (ngot)
+		close(got_fds[--ngot]);
+	if (n <= 0 || coffer__msg_check(in, (size_t)n, &hdr) != 0 || hdr.type != COFFER_MSG_ERROR)
+		return -ENOTCONN;
+	memcpy(&e, in + sizeof(hdr), sizeof(e));
+	return e.status < 0 && e.status >= -4095 ? e.status : -ENOTCONN;
+}
+
 int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body, uint32_t blen,
 		     int send_fd, uint16_t reply_type, void *rbody, uint32_t rlen, int *fds,
 		     unsigned int nfds)
@@ -208,28 +233,20 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
 	if (n < 0) {
-		/* A store that refused us (wrong user, out of fds) said why before closing:
-		 * report its ERROR status rather than a bare -ENOTCONN. */
-		rc = -ENOTCONN;
-		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
-				     MSG_DONTWAIT);
-		while (ngot)
-			close(got_fds[--ngot]);
-		if (n > 0 && coffer__msg_check(in, (size_t)n, &hdr) == 0 &&
-		    hdr.type == COFFER_MSG_ERROR) {
-			struct coffer_msg_error e;
-
-			memcpy(&e, in + sizeof(hdr), sizeof(e));
-			if (e.status < 0 && e.status >= -4095)
-				rc = e.status;
-		}
+		rc = ctl_refusal(conn->sock);
 		goto out;
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
 	for (int tries = 0; tries < 16; tries++) {
 		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
 				     0);
-		if (n == 0 || n == -ECONNRESET || n == -EPIPE || n == -EBADF) {
+		if (n == -ECONNRESET || n == -EPIPE) {
+			/* The store closed without reading our request (the kernel then resets
+			 * us before we read what it sent): it may have said why first. */
+			rc = ctl_refusal(conn->sock);
+			goto out;
+		}
+		if (n == 0 || n == -EBADF) {
 			rc = -ENOTCONN;
 			goto out;
 		}

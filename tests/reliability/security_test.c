@@ -84,7 +84,8 @@ static void test_socket_mode(void **state)
 /*
  * In a child: become @uid/@gid and try a full HELLO. Exit status: 0 refused cleanly (at most
  * one ERROR -EACCES, then closed, no fd; and coffer_connect() says -EACCES), 1 served
- * (HELLO_REPLY with the arena fd), 2 something else, 3 could not switch.
+ * (HELLO_REPLY with the arena fd), 3 could not switch, 2 or 4..6 something else (each exit
+ * names the step that went wrong).
  */
 static int as_other(uid_t uid, gid_t gid)
 {
@@ -113,11 +114,11 @@ static int as_other(uid_t uid, gid_t gid)
 
 			memcpy(&e, buf + sizeof(h), sizeof(e));
 			if (e.status != -EACCES)
-				_exit(2);
+				_exit(4);
 			n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 5000); /* then EOF */
 			if (n > 0 || nfds != 0 || n == -ETIMEDOUT)
-				_exit(2);
-			_exit(coffer_connect(g_store.sock, &ch) == -EACCES ? 0 : 2);
+				_exit(5);
+			_exit(coffer_connect(g_store.sock, &ch) == -EACCES ? 0 : 6);
 		}
 		if (n <= 0 && nfds == 0 && n != -ETIMEDOUT)
 			_exit(0);
