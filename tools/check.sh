@@ -5,7 +5,7 @@
 # Builds (under build/, one folder each):
 #   release  -Dbuildtype=release            suites: unit stress integration fio
 #   asan     -Db_sanitize=address,undefined suites: unit stress integration
-#   tsan     -Db_sanitize=thread (clang)    suites: unit stress
+#   tsan     -Db_sanitize=thread (clang)    suites: unit stress integration
 # plus a bounded libFuzzer run of the store's message decoder when the fuzz target exists.
 #
 # Options: --quick (release build only), --no-setup (skip tools/setup.sh),
@@ -149,6 +149,10 @@ if [ "$quick" -eq 0 ]; then
 	if CC=clang configure tsan -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false \
 		-Dfio_source=""; then
 		run_suites tsan unit stress
+		# The integration tests fork children that start threads (the runtime's
+		# call_rcu worker and connection monitor), as real clients may: glibc
+		# supports it, TSan refuses it unless told not to.
+		TSAN_OPTIONS="$TSAN_OPTIONS die_after_fork=0" run_suites tsan integration
 	else
 		build_failed tsan
 	fi
