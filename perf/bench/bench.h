@@ -63,6 +63,17 @@ int bench_parse_seconds(const char *s, double *out);
 /* Parses a decimal unsigned value in [min, max]; 0 or -EINVAL. */
 int bench_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+struct option;
+/*
+ * Usage errors, for `coffer-bench @cmd`. bench_bad_value() writes one line naming the
+ * option whose short code is @c (its long name looked up in @lopts) and the refused @arg,
+ * or, with @lopts NULL, calls @arg an unexpected argument; bench_usage_error() writes @what
+ * (NULL: getopt_long has said it already). Both then say where the full help is and return
+ * BENCH_EXIT_USAGE.
+ */
+int bench_bad_value(const char *cmd, const struct option *lopts, int c, const char *arg);
+int bench_usage_error(const char *cmd, const char *what);
+
 /* ---- the thread harness -------------------------------------------------------------- */
 
 struct bench_thread;

@@ -15,6 +15,7 @@
  *    start (the run is then flagged "oversub").
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -357,4 +358,28 @@ void bench_report(const struct bench_result *r)
 			st);
 		fflush(bench_csv);
 	}
+}
+
+int bench_usage_error(const char *cmd, const char *what)
+{
+	if (what != NULL)
+		fprintf(stderr, "coffer-bench %s: %s\n", cmd, what);
+	fprintf(stderr, "Run 'coffer-bench %s --help' for its options.\n", cmd);
+	return BENCH_EXIT_USAGE;
+}
+
+int bench_bad_value(const char *cmd, const struct option *lopts, int c, const char *arg)
+{
+	const char *name = NULL;
+
+	for (; lopts != NULL && lopts->name != NULL; lopts++)
+		if (lopts->flag == NULL && lopts->val == c) {
+			name = lopts->name;
+			break;
+		}
+	if (name != NULL)
+		fprintf(stderr, "coffer-bench %s: --%s: bad value '%s'\n", cmd, name, arg);
+	else
+		fprintf(stderr, "coffer-bench %s: unexpected argument '%s'\n", cmd, arg);
+	return bench_usage_error(cmd, NULL);
 }

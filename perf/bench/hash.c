@@ -604,7 +604,7 @@ int coffer__bench_hash_main(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		goto usage;
+		return bench_bad_value("hash", NULL, 0, argv[optind]);
 
 	if (o.csv && bench_csv_open(o.csv)) {
 		fprintf(stderr, "coffer-bench: cannot open %s: %s\n", o.csv, strerror(errno));
@@ -647,8 +647,7 @@ int coffer__bench_hash_main(int argc, char **argv)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "coffer-bench hash: bad value for an option: %s\n", optarg);
+	return bench_bad_value("hash", lopts, c, optarg);
 usage:
-	bh_usage(stderr);
-	return BENCH_EXIT_USAGE;
+	return bench_usage_error("hash", NULL);
 }

@@ -61,7 +61,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "coffer-bench: hwloc topology: %s\n", strerror(-err));
 			return BENCH_EXIT_VERIFY;
 		}
-		/* The subcommand sees itself as argv[0]. */
+		/* The subcommand sees itself as argv[0], named as getopt_long's messages
+		 * should name it. */
+		char self[64];
+
+		snprintf(self, sizeof(self), "coffer-bench %s", bench_cmds[i].name);
+		argv[1] = self;
 		ret = bench_cmds[i].main(argc - 1, argv + 1);
 		bench_topology_fini();
 		return ret;

@@ -339,7 +339,7 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		goto usage;
+		return bench_bad_value("obj_open", NULL, 0, argv[optind]);
 	if (!path[0] && coffer__default_socket_path(path, sizeof(path))) {
 		fprintf(stderr, "coffer-bench obj_open: socket path too long\n");
 		return BENCH_EXIT_USAGE;
@@ -386,8 +386,7 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "coffer-bench obj_open: bad value for an option: %s\n", optarg);
+	return bench_bad_value("obj_open", lopts, c, optarg);
 usage:
-	oo_usage(stderr);
-	return BENCH_EXIT_USAGE;
+	return bench_usage_error("obj_open", NULL);
 }

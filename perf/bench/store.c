@@ -785,47 +785,47 @@ int coffer__bench_store_main(int argc, char **argv)
 		switch (c) {
 		case 'S':
 			if (strlen(optarg) >= sizeof(o.socket))
-				goto usage;
+				goto bad;
 			strcpy(o.socket, optarg);
 			break;
 		case 't':
 			n = bench_parse_uint_list(optarg, BENCH_MAX_THREADS, o.threads);
 			if (n < 0)
-				goto usage;
+				goto bad;
 			o.nthreads = n;
 			break;
 		case 'b':
 			n = bench_parse_uint_list(optarg, ST_MAX_BATCH, o.batches);
 			if (n < 0)
-				goto usage;
+				goto bad;
 			o.nbatches = n;
 			break;
 		case 's':
 			if (bench_parse_seconds(optarg, &o.seconds))
-				goto usage;
+				goto bad;
 			break;
 		case 'o':
 			if (st_parse_size(optarg, 0, 1u << 24, &o.obj_size))
-				goto usage;
+				goto bad;
 			break;
 		case 'k':
 			if (bench_parse_u64(optarg, 1, 1u << 24, &o.keys))
-				goto usage;
+				goto bad;
 			break;
 		case 'w':
 			o.do_cs = strstr(optarg, "create-seal") != NULL;
 			o.do_gr = strstr(optarg, "get-release") != NULL;
 			o.do_put = strstr(optarg, "put") != NULL;
 			if (!o.do_cs && !o.do_gr && !o.do_put)
-				goto usage;
+				goto bad;
 			break;
 		case 'M':
 			if (st_parse_size(optarg, 1u << 20, 1ull << 40, &o.put_max))
-				goto usage;
+				goto bad;
 			break;
 		case 'B':
 			if (st_parse_size(optarg, 1u << 20, 1ull << 44, &o.put_bytes))
-				goto usage;
+				goto bad;
 			break;
 		case 'c':
 			o.csv = optarg;
@@ -838,12 +838,13 @@ int coffer__bench_store_main(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		goto usage;
+		return bench_bad_value("store", NULL, 0, argv[optind]);
 	for (int i = 0; i < o.nbatches; i++)
 		if (o.keys < o.batches[i])
 			o.keys = o.batches[i];
 	if (!o.socket[0] && coffer__default_socket_path(o.socket, sizeof(o.socket)) < 0)
-		goto usage;
+		return bench_usage_error("store",
+					 "the default socket path is too long: use --socket");
 
 	rc = coffer_init();
 	if (rc < 0) {
@@ -885,7 +886,8 @@ int coffer__bench_store_main(int argc, char **argv)
 	coffer_fini();
 	return failed ? BENCH_EXIT_VERIFY : 0;
 
+bad:
+	return bench_bad_value("store", lopts, c, optarg);
 usage:
-	st_usage(stderr);
-	return BENCH_EXIT_USAGE;
+	return bench_usage_error("store", NULL);
 }
