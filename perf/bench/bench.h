@@ -74,6 +74,13 @@ struct option;
 int bench_bad_value(const char *cmd, const struct option *lopts, int c, const char *arg);
 int bench_usage_error(const char *cmd, const char *what);
 
+/*
+ * Prints why `coffer-bench @cmd` could not connect to the store at @path, given
+ * coffer_connect()'s error @err: no store there (-ECONNREFUSED, with how to start one), or
+ * something at @path that is not a usable coffer-store (any other error, named).
+ */
+void bench_connect_failed(const char *cmd, const char *path, int err);
+
 /* ---- the thread harness -------------------------------------------------------------- */
 
 struct bench_thread;

@@ -28,6 +28,8 @@
 
 #include <hwloc.h>
 
+#include <coffer/common.h>
+
 #include "bench.h"
 
 static hwloc_topology_t bench_topo;
@@ -382,4 +384,20 @@ int bench_bad_value(const char *cmd, const struct option *lopts, int c, const ch
 	else
 		fprintf(stderr, "coffer-bench %s: unexpected argument '%s'\n", cmd, arg);
 	return bench_usage_error(cmd, NULL);
+}
+
+void bench_connect_failed(const char *cmd, const char *path, int err)
+{
+	if (err == -ECONNREFUSED) {
+		fprintf(stderr,
+			"coffer-bench %s: no coffer-store is running at %s.\n"
+			"Start one, e.g.: coffer-store -m 2G -s %s\n",
+			cmd, path, path);
+		return;
+	}
+	fprintf(stderr, "coffer-bench %s: cannot use %s as a coffer-store: %s%s\n", cmd, path,
+		coffer_strerror(err),
+		err == -EPROTOTYPE || err == -ETIMEDOUT || err == -EPROTO
+		    ? " (is another program listening there?)"
+		    : "");
 }

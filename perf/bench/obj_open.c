@@ -352,10 +352,7 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	}
 	err = coffer_connect(path, &st.conn);
 	if (err) {
-		fprintf(stderr,
-			"coffer-bench obj_open: no coffer-store is running at %s (connect: %s).\n"
-			"Start one, e.g.: coffer-store -m 256M -s %s\n",
-			path, coffer_strerror(err), path);
+		bench_connect_failed("obj_open", path, err);
 		coffer_fini();
 		return OO_EXIT_NOSTORE;
 	}

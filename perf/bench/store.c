@@ -853,11 +853,7 @@ int coffer__bench_store_main(int argc, char **argv)
 	}
 	rc = coffer_connect(o.socket, &conn);
 	if (rc < 0) {
-		fprintf(
-		    stderr,
-		    "coffer-bench store: cannot connect to %s: %s (start one with coffer-store -m "
-		    "2G -s %s)\n",
-		    o.socket, coffer_strerror(rc), o.socket);
+		bench_connect_failed("store", o.socket, rc);
 		coffer_fini();
 		return ST_EXIT_NOSTORE;
 	}
