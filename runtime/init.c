@@ -17,7 +17,8 @@
  * walked ~12-record chains, against ~1.4 M/s with 2^20). The table does not resize; bucket
  * heads are 8 bytes each (2 MiB virtual, resident only as buckets are touched), so a process
  * that keeps millions of handles open should raise COFFER_HHASH_BUCKETS_LOG2.
- * Environment overrides are read once, by the first coffer_init() of the process:
+ * Environment overrides are read once, by the first successful coffer_init() of the process
+ * (a value out of range fails it with -EINVAL):
  *   COFFER_HHASH_BUCKETS_LOG2 (1..26, default 18), COFFER_HHASH_LOCKS_LOG2 (1..buckets_log2),
  *   COFFER_RCU_PERCPU=1 (per-CPU call_rcu workers, see runtime/rcu.c).
  * Lock order: init_mu -> table list mutex (hash creation). coffer__rcu_setup() runs before
@@ -38,7 +39,8 @@ static struct coffer_hhash *global_hh;	    /* written under init_mu; RELEASE/ACQ
 static struct coffer_htab_params hh_params; /* init_mu; from the environment */
 static bool env_read;			    /* init_mu */
 
-static uint32_t env_log2(const char *name, uint32_t max)
+/* @name's value in 1..@max into *@out (left alone when unset or empty); -EINVAL otherwise. */
+static int env_log2(const char *name, uint32_t max, uint32_t *out)
 {
 	const char *s = getenv(name);
 	char *end;
@@ -46,23 +48,27 @@ static uint32_t env_log2(const char *name, uint32_t max)
 
 	if (!s || !*s)
 		return 0;
+	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (*end || v > max)
-		return 0; /* ignored: default */
-	return (uint32_t)v;
+	if (*end || errno || v < 1 || v > max || s[0] == '-' || s[0] == '+')
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
 }
 
 #define COFFER_HHASH_DEFAULT_BUCKETS_LOG2 18
 
-static void read_env(void)
+/* A bad value fails coffer_init() with -EINVAL rather than being silently ignored. */
+static int read_env(void)
 {
-	hh_params.buckets_log2 = env_log2("COFFER_HHASH_BUCKETS_LOG2", 26);
-	if (!hh_params.buckets_log2)
-		hh_params.buckets_log2 = COFFER_HHASH_DEFAULT_BUCKETS_LOG2;
-	hh_params.locks_log2 = env_log2("COFFER_HHASH_LOCKS_LOG2", 26);
-	if (hh_params.buckets_log2 && hh_params.locks_log2 > hh_params.buckets_log2)
-		hh_params.locks_log2 = 0;
+	hh_params.buckets_log2 = COFFER_HHASH_DEFAULT_BUCKETS_LOG2;
+	hh_params.locks_log2 = 0; /* the table's default */
+	if (env_log2("COFFER_HHASH_BUCKETS_LOG2", 26, &hh_params.buckets_log2) ||
+	    env_log2("COFFER_HHASH_LOCKS_LOG2", 26, &hh_params.locks_log2) ||
+	    hh_params.locks_log2 > hh_params.buckets_log2)
+		return -EINVAL;
 	env_read = true;
+	return 0;
 }
 
 COFFER_API int coffer_init(void)
@@ -77,8 +83,10 @@ COFFER_API int coffer_init(void)
 		return rc;
 	pthread_mutex_lock(&init_mu);
 	if (init_refs == 0) {
-		if (!env_read)
-			read_env();
+		if (!env_read && (rc = read_env()) != 0) {
+			pthread_mutex_unlock(&init_mu);
+			return rc;
+		}
 		rc = coffer_hhash_create(&hh_params, &hh);
 		if (rc) {
 			pthread_mutex_unlock(&init_mu);

@@ -44,7 +44,9 @@ typedef struct {
  * Each successful call must be paired with one coffer_fini(). The first call reads the
  * COFFER_* environment overrides and creates the process handle hash.
  *
- * Return: 0, or -ENOMEM.
+ * Return: 0; -ENOMEM; -EINVAL (COFFER_HHASH_BUCKETS_LOG2 or COFFER_HHASH_LOCKS_LOG2 is set
+ * but not a decimal number in 1..26, or the locks exceed the buckets).
+ * (Every call that starts the runtime on its own, such as coffer_connect(), returns it too.)
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section.
  */
 COFFER_API int coffer_init(void);

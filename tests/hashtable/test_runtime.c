@@ -383,9 +383,40 @@ static void test_strerror(void **state)
 	assert_string_equal(coffer_strerror(-EPIPE), "Broken pipe");
 }
 
+/*
+ * Runs first, before anything in this process starts the runtime: a bad COFFER_HHASH_*
+ * value fails coffer_init() with -EINVAL (not silently the default), and a good one works.
+ */
+static void test_bad_environment(void **state)
+{
+	static const char *const bad[][2] = {
+	    {"COFFER_HHASH_BUCKETS_LOG2", "abc"}, {"COFFER_HHASH_BUCKETS_LOG2", "27"},
+	    {"COFFER_HHASH_BUCKETS_LOG2", "0"},	  {"COFFER_HHASH_BUCKETS_LOG2", "-3"},
+	    {"COFFER_HHASH_BUCKETS_LOG2", "18x"}, {"COFFER_HHASH_LOCKS_LOG2", "99"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(setenv(bad[i][0], bad[i][1], 1), 0);
+		assert_int_equal(coffer_init(), -EINVAL);
+		assert_int_equal(coffer_fini(), -EINVAL); /* nothing was started */
+		assert_int_equal(unsetenv(bad[i][0]), 0);
+	}
+	/* locks above buckets */
+	assert_int_equal(setenv("COFFER_HHASH_BUCKETS_LOG2", "10", 1), 0);
+	assert_int_equal(setenv("COFFER_HHASH_LOCKS_LOG2", "11", 1), 0);
+	assert_int_equal(coffer_init(), -EINVAL);
+	assert_int_equal(setenv("COFFER_HHASH_LOCKS_LOG2", "10", 1), 0);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(coffer_fini(), 0);
+	assert_int_equal(unsetenv("COFFER_HHASH_BUCKETS_LOG2"), 0);
+	assert_int_equal(unsetenv("COFFER_HHASH_LOCKS_LOG2"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bad_environment),
 	    cmocka_unit_test(test_thread_exit_without_unregister),
 	    cmocka_unit_test(test_fork),
 	    cmocka_unit_test(test_host_uses_liburcu),
