@@ -460,7 +460,32 @@ static void eq_free(struct coffer_hlink *link)
 		free(hook);
 	close(eq->eq_fd);
 	pthread_mutex_destroy(&eq->eq_reap_lock);
+	pthread_mutex_destroy(&eq->eq_reg_lock);
 	free(eq);
+}
+
+void coffer__eq_register(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	pthread_mutex_lock(&eq->eq_reg_lock);
+	ep->ep_reg_prev = NULL;
+	ep->ep_reg_next = eq->eq_reg_head;
+	if (eq->eq_reg_head != NULL)
+		eq->eq_reg_head->ep_reg_prev = ep;
+	eq->eq_reg_head = ep;
+	pthread_mutex_unlock(&eq->eq_reg_lock);
+}
+
+void coffer__eq_unregister(struct coffer_eq *eq, struct coffer__evp *ep)
+{
+	pthread_mutex_lock(&eq->eq_reg_lock);
+	if (ep->ep_reg_prev != NULL)
+		ep->ep_reg_prev->ep_reg_next = ep->ep_reg_next;
+	else
+		eq->eq_reg_head = ep->ep_reg_next;
+	if (ep->ep_reg_next != NULL)
+		ep->ep_reg_next->ep_reg_prev = ep->ep_reg_prev;
+	ep->ep_reg_next = ep->ep_reg_prev = NULL;
+	pthread_mutex_unlock(&eq->eq_reg_lock);
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -486,6 +511,13 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	}
 	rc = pthread_mutex_init(&eq->eq_reap_lock, NULL);
 	if (rc != 0) {
+		close(eq->eq_fd);
+		free(eq);
+		return -rc;
+	}
+	rc = pthread_mutex_init(&eq->eq_reg_lock, NULL);
+	if (rc != 0) {
+		pthread_mutex_destroy(&eq->eq_reap_lock);
 		close(eq->eq_fd);
 		free(eq);
 		return -rc;
@@ -711,8 +743,6 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
 
 	if (query == 0 || (query & ~COFFER_EQR_ALL) != 0)
 		return -EINVAL;
-	if (events != NULL && n > 0 && (query & COFFER_EQR_RUNNING))
-		return -EOPNOTSUPP;
 	rc = coffer__eq_get(eqh, &eq);
 	if (rc != 0)
 		return rc;
@@ -725,13 +755,27 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
 		if (query & COFFER_EQR_RUNNING)
 			count += coffer__eqw_running(word);
 	} else {
-		reap_lock(eq);
-		/* Everything visible moves to the reap list (FIFO kept), then list it. */
-		while ((node = mpsc_pop_locked(eq, &retry)) != NULL)
-			rl_append_locked(eq, node_evp(node));
-		for (ep = eq->eq_rl_head; ep != NULL && count < n; ep = ep->ep_rl_next)
-			events[count++] = coffer__evp_event(ep);
-		reap_unlock(eq);
+		if (query & COFFER_EQR_COMPLETED) {
+			reap_lock(eq);
+			/* Everything visible moves to the reap list (FIFO kept), then list it. */
+			while ((node = mpsc_pop_locked(eq, &retry)) != NULL)
+				rl_append_locked(eq, node_evp(node));
+			for (ep = eq->eq_rl_head; ep != NULL && count < n; ep = ep->ep_rl_next)
+				events[count++] = coffer__evp_event(ep);
+			reap_unlock(eq);
+		}
+		if (query & COFFER_EQR_RUNNING) {
+			pthread_mutex_lock(&eq->eq_reg_lock);
+			for (ep = eq->eq_reg_head; ep != NULL && count < n; ep = ep->ep_reg_next) {
+				/* relaxed: a snapshot; the state may change right after */
+				uint32_t st =
+				    atomic_load_explicit(&ep->ep_state, memory_order_relaxed);
+
+				if (st == COFFER__EVS_RUNNING || st == COFFER__EVS_OWN_DONE)
+					events[count++] = coffer__evp_event(ep);
+			}
+			pthread_mutex_unlock(&eq->eq_reg_lock);
+		}
 	}
 	coffer__eq_put(eq);
 	return count > INT32_MAX ? INT32_MAX : (int)count;

@@ -93,6 +93,9 @@ struct coffer__evp {
 	_Atomic int32_t ep_err;	  /* first error of this round (own operation or a child) */
 	uint32_t ep_nchild;
 	uint8_t ep_on_reaplist;
+	/* top-level events: links in the EQ's registry (eq_reg_lock), for listing running ones */
+	struct coffer__evp *ep_reg_next;
+	struct coffer__evp *ep_reg_prev;
 };
 
 _Static_assert(sizeof(struct coffer__evp) <= sizeof(((struct coffer_event *)0)->ev_private),
@@ -140,6 +143,11 @@ struct coffer_eq {
 	struct coffer__mpsc_node eq_stub;
 	struct coffer__evp *eq_rl_head; /* events taken from the MPSC queue but not yet reaped */
 	struct coffer__evp *eq_rl_tail;
+
+	/* event init and fini, query: the top-level events initialised on this EQ. Launch and
+	 * complete never touch it; it only lets coffer_eq_query() list running events. */
+	_Alignas(COFFER__EQ_CACHELINE) pthread_mutex_t eq_reg_lock;
+	struct coffer__evp *eq_reg_head;
 };
 
 /* ---- used by event.c, defined in eq.c ------------------------------------------------- */
@@ -148,6 +156,10 @@ struct coffer_eq {
  * Return: 0; -EINVAL (runtime not initialised, null or non-EQ handle); -ENOENT. */
 int coffer__eq_get(coffer_handle_t eqh, struct coffer_eq **eqp);
 void coffer__eq_put(struct coffer_eq *eq);
+
+/* Add (remove) a top-level event to (from) the EQ's registry; at init (fini). */
+void coffer__eq_register(struct coffer_eq *eq, struct coffer__evp *ep);
+void coffer__eq_unregister(struct coffer_eq *eq, struct coffer__evp *ep);
 
 /* Make a finished top-level event pollable: count it, push it, wake sleepers. */
 void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep);

@@ -296,6 +296,7 @@ COFFER_API int coffer_event_init(struct coffer_event *ev, coffer_handle_t eqh,
 		child_link(pp, ep);
 	} else {
 		ep->ep_eq = eq;
+		coffer__eq_register(eq, ep);
 	}
 	ep->ep_self = ev;
 	ep->ep_magic = COFFER__EV_MAGIC;
@@ -342,6 +343,7 @@ COFFER_API int coffer_event_fini(struct coffer_event *ev)
 		child_unlink(ep, c);
 		ev_invalidate(c);
 	}
+	coffer__eq_unregister(ep->ep_eq, ep);
 	coffer__eq_put(ep->ep_eq);
 	ev_invalidate(ep);
 	return 0;

@@ -114,16 +114,18 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
  * @eqh: the EQ.
  * @query: COFFER_EQR_COMPLETED, COFFER_EQR_RUNNING or both (COFFER_EQR_ALL).
  * @n, @events: when @events is NULL or @n is 0: return the sum of the selected counts.
- *         Otherwise list up to @n completed, not yet polled events, oldest first, without
- *         reaping them (they may be reaped by a poller right after). Running events are not
- *         kept in any list (that would put a lock back on the launch path), so listing them
- *         is refused with -EOPNOTSUPP; counting them works.
+ *         Otherwise list up to @n events, without reaping any: first the completed, not yet
+ *         polled ones (COFFER_EQR_COMPLETED), oldest first, then the running ones
+ *         (COFFER_EQR_RUNNING, including a parent whose children still run), newest
+ *         initialised first. A listed event may complete or be reaped right after.
  *
- * The counts are one consistent snapshot (one atomic word), stale as soon as returned.
- * Children are counted with their parent, not on their own.
- * Return: a count >= 0; -EINVAL (@query 0 or unknown bits, bad handle, not initialised);
- *         -EOPNOTSUPP (listing with COFFER_EQR_RUNNING); -ENOENT.
- * Context: any thread. Source: DAOS daos_eq_query().
+ * The counts are one consistent snapshot (one atomic word), stale as soon as returned; a
+ * list is a snapshot of each event's state, taken under a lock that only event init/fini
+ * and this call take (launch and completion stay lock-free).
+ * Children are counted and listed with their parent, not on their own.
+ * Return: a count >= 0 (events stored when listing); -EINVAL (@query 0 or unknown bits, bad
+ *         handle, not initialised); -ENOENT.
+ * Context: any thread. Source: DAOS daos_eq_query() (DAOS_EQR_COMPLETED / _WAITING).
  */
 COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned int n,
 			       struct coffer_event **events);

@@ -4,10 +4,11 @@
  * N events (issue 4: 4 + 4 threads, 10M events; the default N is smaller for a shared
  * machine, pass -n 10000000 for the full run).
  *
- * Checked at the end: every event returned exactly once, with the result it was completed
- * with (no stale or leaked ev_error), no launch refused, the EQ's counters back at zero, all
- * events finalised and the EQ destroyed. Pollers wait forever (-t -1, the default): a lost
- * wakeup hangs the test and meson's timeout fails it. Launchers reuse a small pool of events
+ * A querier thread lists the EQ's events (coffer_eq_query) throughout; every event it lists
+ * must be one of ours. Checked at the end: every event returned exactly once, with the result it
+ * was completed with (no stale or leaked ev_error), no launch refused, the EQ's counters back at
+ * zero, all events finalised and the EQ destroyed. Pollers wait forever (-t -1, the default): a
+ * lost wakeup hangs the test and meson's timeout fails it. Launchers reuse a small pool of events
  * each, so events cycle READY -> RUNNING -> COMPLETED -> READY many times, and yield between
  * launch and completion every -y events to widen race windows (liburcu's DEBUG_YIELD idea).
  *
@@ -218,6 +219,50 @@ static void *poller_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A querier lists the EQ's completed and running events while everything else runs: every
+ * pointer it gets must be one of the initialised events (checked against their pools).
+ */
+static struct {
+	pthread_t tid;
+	atomic_int stop;
+	struct launcher *ls;
+	uint64_t queries, listed, foreign;
+} qr;
+
+static bool is_ours(const struct coffer_event *ev)
+{
+	for (unsigned int t = 0; t < g.launchers; t++)
+		if ((const void *)ev >= (const void *)qr.ls[t].pool &&
+		    (const void *)ev < (const void *)(qr.ls[t].pool + g.pool))
+			return true;
+	for (unsigned int t = 0; t < g.pollers; t++)
+		if (ev == &g.terms[t].ev)
+			return true;
+	return false;
+}
+
+static void *querier_main(void *arg)
+{
+	struct coffer_event *evs[32];
+
+	(void)arg;
+	while (!atomic_load_explicit(&qr.stop, memory_order_relaxed)) {
+		int k = coffer_eq_query(g.eqh, COFFER_EQR_ALL, 32, evs);
+
+		if (k < 0 || k > 32) {
+			qr.foreign++;
+			break;
+		}
+		for (int i = 0; i < k; i++)
+			qr.foreign += !is_ours(evs[i]);
+		qr.listed += (uint64_t)k;
+		qr.queries++;
+		sched_yield();
+	}
+	return NULL;
+}
+
 static void finish(struct sev *s, int rc)
 {
 	if (g.hook)
@@ -412,6 +457,9 @@ int main(int argc, char **argv)
 		return 1;
 
 	t0 = now_s();
+	qr.ls = ls;
+	if (pthread_create(&qr.tid, NULL, querier_main, NULL) != 0)
+		return 1;
 	for (t = 0; t < g.pollers; t++)
 		if (pthread_create(&ps[t].tid, NULL, poller_main, &ps[t]) != 0)
 			return 1;
@@ -433,6 +481,10 @@ int main(int argc, char **argv)
 		pthread_join(ps[t].tid, NULL);
 		got += ps[t].got;
 	}
+	atomic_store(&qr.stop, 1);
+	pthread_join(qr.tid, NULL);
+	CHECK(qr.foreign == 0);
+	CHECK(qr.queries > 0);
 
 	for (i = 0; i < g.events; i++)
 		missing += !atomic_load(&g.seen[i]);
@@ -467,11 +519,13 @@ int main(int argc, char **argv)
 	CHECK(coffer_fini() == 0);
 
 	printf("eq_stress: events=%llu pollers=%u launchers=%u pool=%u batch=%u secs=%.3f "
-	       "mevents_per_s=%.3f empty_polls=%llu dup=%llu missing=%llu bad_error=%llu %s\n",
+	       "mevents_per_s=%.3f empty_polls=%llu dup=%llu missing=%llu bad_error=%llu "
+	       "queries=%llu listed=%llu %s\n",
 	       (unsigned long long)g.events, g.pollers, g.launchers, g.pool, g.batch, secs,
 	       (double)g.events / secs / 1e6, (unsigned long long)atomic_load(&g.empty_polls),
 	       (unsigned long long)atomic_load(&g.dup), (unsigned long long)missing,
-	       (unsigned long long)atomic_load(&g.bad_error), failed ? "FAIL" : "ok");
+	       (unsigned long long)atomic_load(&g.bad_error), (unsigned long long)qr.queries,
+	       (unsigned long long)qr.listed, failed ? "FAIL" : "ok");
 	free(g.seen);
 	free(ls);
 	free(ps);

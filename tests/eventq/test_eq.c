@@ -490,8 +490,20 @@ static void test_query(void **state)
 	coffer__event_complete(&ev[2], 0);
 	coffer__event_complete(&ev[0], 0);
 	query_counts(eqh, 2, 2);
-	/* running events are not kept in a list: listing them is not supported */
-	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 4, evs), -EOPNOTSUPP);
+	/* running ones, newest initialised first; the completed ones are not among them */
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 4, evs), 2);
+	assert_ptr_equal(evs[0], &ev[3]);
+	assert_ptr_equal(evs[1], &ev[1]);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 1, evs), 1);
+	assert_ptr_equal(evs[0], &ev[3]);
+	/* both: completed (oldest first), then running */
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 4, evs), 4);
+	assert_ptr_equal(evs[0], &ev[2]);
+	assert_ptr_equal(evs[1], &ev[0]);
+	assert_ptr_equal(evs[2], &ev[3]);
+	assert_ptr_equal(evs[3], &ev[1]);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 3, evs), 3);
+	assert_ptr_equal(evs[2], &ev[3]);
 	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_COMPLETED, 4, evs), 2);
 	assert_ptr_equal(evs[0], &ev[2]);
 	assert_ptr_equal(evs[1], &ev[0]);
@@ -504,7 +516,19 @@ static void test_query(void **state)
 	coffer__event_complete(&ev[3], 0);
 	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 2);
 	query_counts(eqh, 0, 0);
-	for (i = 0; i < 4; i++)
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 4, evs), 0);
+	/* a finalised event leaves the registry; a re-initialised one is listed once */
+	assert_int_equal(coffer_event_fini(&ev[3]), 0);
+	assert_int_equal(coffer_event_init(&ev[1], eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev[1]), 0);
+	assert_int_equal(coffer__event_launch(&ev[2]), 0);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 4, evs), 2);
+	assert_ptr_equal(evs[0], &ev[1]);
+	assert_ptr_equal(evs[1], &ev[2]);
+	coffer__event_complete(&ev[1], 0);
+	coffer__event_complete(&ev[2], 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 4, evs), 2);
+	for (i = 0; i < 3; i++)
 		assert_int_equal(coffer_event_fini(&ev[i]), 0);
 	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
 }
