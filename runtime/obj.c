@@ -657,6 +657,65 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 	return rc;
 }
 
+/* coffer_obj_create_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_create_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				     uint64_t size, unsigned int flags, void **data,
+				     struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_CREATE,
+				 .oid = &copy,
+				 .size = size,
+				 .out = COFFER__OUT_CREATE,
+				 .ptr = data};
+
+	if (!oid || !data || (flags & ~COFFER_CREATE_REPLACE))
+		return -EINVAL;
+	d.flags = (uint16_t)flags;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/* coffer_obj_seal_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_seal_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				   unsigned int flags, struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_SEAL, .oid = &copy};
+
+	if (!oid || (flags & ~COFFER_SEAL_RELEASE))
+		return -EINVAL;
+	d.flags = (uint16_t)flags;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/* coffer_obj_abort_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				    struct coffer_event *ev)
+{
+	return oid_simple(connh, oid, COFFER_OP_ABORT, COFFER__OUT_NONE, NULL, ev);
+}
+
+/* coffer_obj_get_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				  int64_t timeout_us, const void **data, uint64_t *size,
+				  struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_GET,
+				 .oid = &copy,
+				 .timeout_us = timeout_us,
+				 .out = COFFER__OUT_GET,
+				 .ptr = (void *)data,
+				 .size_out = size};
+
+	if (!oid || !data)
+		return -EINVAL;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
 /* coffer_obj_release_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev)

@@ -13,11 +13,12 @@
  * COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE. The replacement is invisible
  * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
  * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
- * by ObjectID (coffer_obj_get_bulk of one ID, timeout 0: a missing block is an error, or
- * zeros with coffer_missing=zeros), copies it into the io_u and releases it by ObjectID
- * (coffer_obj_release_oid). Reads take no object handle: opening and closing one per I/O
- * (a handle-hash insert, a delete and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU
- * a read took with handles, measured with this engine at iodepth 32.
+ * by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an error, or zeros with
+ * coffer_missing=zeros), copies it into the io_u and releases it by ObjectID
+ * (coffer_obj_release_oid). No I/O takes an object handle: every stage goes by ObjectID
+ * (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert, a delete
+ * and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles, measured
+ * with this engine at iodepth 32; for writes it was ~8% of fio's samples (perf, randwrite).
  *
  * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
  *  - queue launches the first stage (create or get) with the io_u's own event on the job's
@@ -121,7 +122,6 @@ struct cf_op {
 	struct coffer_event ev;
 	enum cf_kind kind;
 	enum cf_stage stage;
-	coffer_handle_t oh;    /* object handle while a write stage needs it */
 	struct coffer_oid oid; /* the block's ObjectID */
 	struct cf_op *next;    /* retry list or release free list */
 	struct cf_op *chain;   /* every release event ever allocated (freed at cleanup) */
@@ -131,8 +131,9 @@ struct cf_op {
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	void *wdata;		    /* create: writable pointer into the arena */
-	struct coffer_obj_buf rbuf; /* get: read-only pointer into the arena, size, status */
+	void *wdata;	   /* create: writable pointer into the arena */
+	const void *rdata; /* get: read-only pointer into the arena */
+	uint64_t rsize;	   /* get: the object's size in bytes */
 };
 
 /* Per file state (fio_file->engine_data). */
@@ -216,14 +217,6 @@ static struct cf_op *cf_ev_op(struct coffer_event *ev)
 _Static_assert(offsetof(struct cf_op, ev) == 0, "cf_ev_op() relies on it");
 _Static_assert(offsetof(struct cf_req, op) == 0, "a cf_req is reached from its cf_op");
 
-static void cf_close_oh(struct cf_op *op)
-{
-	if (op->oh.cookie) {
-		coffer_obj_close(op->oh);
-		op->oh = COFFER_HANDLE_NULL;
-	}
-}
-
 /*
  * Copy a write's data into its new object. Nobody reads the object before its seal, and the
  * store never reads data at all, so on x86-64 the copy uses non-temporal stores: a 4 KiB
@@ -282,7 +275,6 @@ static struct cf_op *cf_rel_get(struct cf_data *cd)
 
 static void cf_rel_put(struct cf_data *cd, struct cf_op *op)
 {
-	cf_close_oh(op);
 	op->next = cd->rel_free;
 	cd->rel_free = op;
 }
@@ -300,7 +292,6 @@ static void cf_io_done(struct cf_data *cd, struct cf_req *req, int err)
 {
 	struct io_u *io_u = req->io_u;
 
-	cf_close_oh(&req->op);
 	req->op.stage = CF_IDLE;
 	if (err < 0)
 		io_u->error = (unsigned int)-err;
@@ -323,16 +314,19 @@ static int cf_launch(struct cf_data *cd, struct cf_op *op)
 	case CF_KIND_IO:
 		switch (op->stage) {
 		case CF_W_CREATE:
-			rc = coffer_obj_create(op->oh, req->io_u->xfer_buflen,
-					       COFFER_CREATE_REPLACE, &req->wdata, &op->ev);
+			rc = coffer_obj_create_oid(cd->conn, &op->oid, req->io_u->xfer_buflen,
+						   COFFER_CREATE_REPLACE, &req->wdata, &op->ev);
 			break;
 		case CF_W_SEAL:
-			rc = coffer_obj_seal(op->oh, COFFER_SEAL_RELEASE, &op->ev);
+			rc = coffer_obj_seal_oid(cd->conn, &op->oid, COFFER_SEAL_RELEASE, &op->ev);
 			break;
 		case CF_R_GET:
 			/* by ObjectID: a read needs no object handle (no handle-hash insert and
-			 * delete per I/O); timeout 0: a missing block is answered at once */
-			rc = coffer_obj_get_bulk(cd->conn, &op->oid, 1, 0, &req->rbuf, &op->ev);
+			 * delete per I/O) and, one ID per request, no bulk completion state
+			 * (a malloc and free per I/O); timeout 0: a missing block is answered
+			 * at once, with -ENOENT */
+			rc = coffer_obj_get_oid(cd->conn, &op->oid, 0, &req->rdata, &req->rsize,
+						&op->ev);
 			break;
 		case CF_T_DELETE:
 			rc = coffer_obj_delete(cd->conn, &op->oid, &op->ev);
@@ -368,7 +362,7 @@ static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
 		return;
 	}
 	if (op->stage == CF_W_SEAL)
-		coffer_obj_abort(op->oh, NULL);
+		coffer_obj_abort_oid(cd->conn, &op->oid, NULL);
 	cf_io_done(cd, (struct cf_req *)op, rc);
 }
 
@@ -405,8 +399,8 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 		cf_io_done(cd, req, err);
 		return;
 	}
-	n = req->rbuf.size < io_u->xfer_buflen ? req->rbuf.size : io_u->xfer_buflen;
-	memcpy(io_u->xfer_buf, req->rbuf.data, n);
+	n = req->rsize < io_u->xfer_buflen ? req->rsize : io_u->xfer_buflen;
+	memcpy(io_u->xfer_buf, req->rdata, n);
 	io_u->resid = io_u->xfer_buflen - n;
 
 	/* The copy is done: the io_u completes now, the release travels on its own event. */
@@ -437,7 +431,6 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		/* nobody waits for this io_u and its buffer is gone: drop the op. A created
 		 * replacement stays unsealed and dies with the connection; a read's reference
 		 * is dropped by the disconnect. */
-		cf_close_oh(op);
 		op->stage = CF_IDLE;
 		return;
 	}
@@ -461,8 +454,6 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_io_done(cd, req, err);
 		return;
 	case CF_R_GET:
-		if (err == 0)
-			err = req->rbuf.status; /* the block's own result */
 		if (err == -ENOENT && missing == CF_MISSING_ZEROS) {
 			memset(req->io_u->xfer_buf, 0, req->io_u->xfer_buflen);
 			cf_io_done(cd, req, 0);
@@ -504,8 +495,7 @@ static void cf_drain(struct cf_data *cd, unsigned int missing)
 				continue;
 			}
 			if (op->stage == CF_W_SEAL)
-				coffer_obj_abort(op->oh, NULL);
-			cf_close_oh(op);
+				coffer_obj_abort_oid(cd->conn, &op->oid, NULL);
 			op->stage = CF_IDLE;
 		}
 		if (!cd->running || cf_now_us() > deadline)
@@ -611,7 +601,6 @@ static void cf_cleanup(struct thread_data *td)
 		struct cf_op *op = cd->rel_all;
 
 		cd->rel_all = op->chain;
-		cf_close_oh(op);
 		if (coffer_event_fini(&op->ev) == 0 || quiet)
 			free(op);
 	}
@@ -622,7 +611,6 @@ static void cf_cleanup(struct thread_data *td)
 			continue;
 		if (req->io_u)
 			req->io_u->engine_data = NULL;
-		cf_close_oh(&req->op);
 		if (coffer_event_fini(&req->op.ev) == 0 || quiet)
 			free(req);
 	}
@@ -677,7 +665,6 @@ static void cf_io_u_free(struct thread_data *td, struct io_u *io_u)
 		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
 	io_u->engine_data = NULL;
 	req->io_u = NULL;
-	cf_close_oh(&req->op);
 	if (coffer_event_fini(&req->op.ev) < 0)
 		return; /* still in flight (the store did not answer): cleanup frees it */
 	if (cd && io_u->index < cd->depth && cd->reqs[io_u->index] == req)
@@ -712,17 +699,9 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	}
 
 	cf_block_oid(cff, io_u->offset, &req->op.oid);
-	if (stage == CF_W_CREATE) {
-		rc = coffer_obj_open(cd->conn, &req->op.oid, 0, &req->op.oh);
-		if (rc < 0) {
-			io_u->error = (unsigned int)-rc;
-			return FIO_Q_COMPLETED;
-		}
-	}
 	req->op.stage = stage;
 	rc = cf_launch(cd, &req->op);
 	if (rc < 0) {
-		cf_close_oh(&req->op);
 		req->op.stage = CF_IDLE;
 		if (rc == -EAGAIN)
 			return FIO_Q_BUSY;
@@ -864,7 +843,7 @@ static struct io_u *cf_event(struct thread_data *td, int event)
 /* One prefill slot: a create-then-seal pipeline on the prefill EQ. */
 struct cf_pslot {
 	struct coffer_event ev;
-	coffer_handle_t oh;
+	struct coffer_oid oid;
 	void *data;
 	int sealing;
 };
@@ -908,18 +887,10 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 	while ((next + bs <= end && !err) || running) {
 		while (nfree && next + bs <= end && !err) {
 			struct cf_pslot *s = &slots[freelist[nfree - 1]];
-			struct coffer_oid oid;
-
-			cf_block_oid(cff, next, &oid);
-			rc = coffer_obj_open(cd->conn, &oid, 0, &s->oh);
-			if (rc < 0) {
-				err = rc;
-				break;
-			}
+			cf_block_oid(cff, next, &s->oid);
 			s->sealing = 0;
-			rc = coffer_obj_create(s->oh, bs, 0, &s->data, &s->ev);
+			rc = coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, &s->ev);
 			if (rc < 0) {
-				coffer_obj_close(s->oh);
 				if (rc != -EAGAIN)
 					err = rc;
 				break;
@@ -949,18 +920,19 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			if (!s->sealing && e == 0) {
 				memset(s->data, 0, bs);
 				s->sealing = 1;
-				rc = coffer_obj_seal(s->oh, COFFER_SEAL_RELEASE, &s->ev);
+				rc = coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE,
+							 &s->ev);
 				if (rc == 0) {
 					running++;
 					continue;
 				}
 				if (rc == -EAGAIN) /* ring full: wait for this one */
-					rc = coffer_obj_seal(s->oh, COFFER_SEAL_RELEASE, NULL);
+					rc = coffer_obj_seal_oid(cd->conn, &s->oid,
+								 COFFER_SEAL_RELEASE, NULL);
 				e = rc;
 			}
 			if (e < 0 && e != -EEXIST && !err)
 				err = e;
-			coffer_obj_close(s->oh);
 			freelist[nfree++] = (unsigned int)(s - slots);
 		}
 	}
