@@ -723,6 +723,36 @@ COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer
 	return oid_simple(connh, oid, COFFER_OP_RELEASE, COFFER__OUT_NONE, NULL, ev);
 }
 
+/* coffer_obj_release_oid_bulk(): see coffer/store.h. */
+COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					   unsigned int n, struct coffer_event *ev)
+{
+	struct coffer__reqd d[COFFER_GET_BULK_MAX];
+	struct coffer_oid copy[COFFER_GET_BULK_MAX];
+	struct coffer__bulk *bulk;
+	bool launched;
+	int rc;
+
+	if (!oids || n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	bulk = malloc(sizeof(*bulk));
+	if (!bulk)
+		return -ENOMEM;
+	atomic_init(&bulk->remaining, n);
+	atomic_init(&bulk->error, 0);
+	bulk->ev = NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		copy[i] = oids[i];
+		d[i] = (struct coffer__reqd){
+		    .op = COFFER_OP_RELEASE, .oid = &copy[i], .out = COFFER__OUT_BULK_NONE};
+	}
+	rc = obj_exec(connh, d, n, bulk, ev, &launched);
+	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
+	if (!launched)
+		free(bulk);
+	return rc;
+}
+
 /* coffer_obj_delete(): see coffer/store.h. */
 COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid *oid,
 				 struct coffer_event *ev)

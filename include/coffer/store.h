@@ -175,7 +175,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
 
 /*
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
- * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, delete, contains):
+ * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk, delete,
+ * contains):
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
  *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
  *    one path, not two.)
@@ -374,6 +375,26 @@ COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid
  */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev);
+
+/**
+ * coffer_obj_release_oid_bulk() - drop one reference on each of up to COFFER_GET_BULK_MAX
+ * ObjectIDs in one batch, completing one event.
+ * @connh: a connection.
+ * @oids: @n ObjectIDs (copied; duplicates allowed: each drops one reference).
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
+ *
+ * The releases of coffer_obj_release_oid() for @n IDs, queued together (all or nothing: a
+ * channel with fewer than @n free slots takes none) and answered with one event, so that a
+ * client dropping many references (a reader's batch) pays for one event instead of @n.
+ * Return (or ev_error): 0 when every release succeeded; otherwise -ENOTCONN if the
+ * connection died, else the first failure of one ID (-ENOENT: no reference held on it;
+ * the other IDs were still released); before launch: -EINVAL (bad arguments); -ENOTCONN;
+ * -EAGAIN (fewer than @n free slots in the channel, @ev only); -ENOMEM.
+ * Lifetime: pointers from the gets these references came with become invalid.
+ */
+COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					   unsigned int n, struct coffer_event *ev);
 
 /**
  * coffer_obj_delete() - delete a sealed object.

@@ -30,9 +30,12 @@
  *    EQ: a batch comes back within microseconds while the store is awake, and a sleep costs
  *    a doorbell and a wake-up on both sides. A write's create completion copies the data
  *    and launches the seal with the same event; the io_u completes when the seal does. A
- *    read's get completion copies the data out, completes the io_u at once and fires the
- *    release on a separate pooled event that is reaped later by getevents (or by the drain
- *    at cleanup): the read's latency does not include the release's round trip.
+ *    read's get completion copies the data out, completes the io_u at once and queues the
+ *    block's ObjectID for release; at the end of the getevents call the releases of all the
+ *    reads it completed go out as one coffer_obj_release_oid_bulk on one pooled event,
+ *    reaped later by getevents (or by the drain at cleanup): the read's latency does not
+ *    include the release's round trip, and a batch of reads costs one release submission
+ *    and one event, not one each.
  *  - a second stage that finds the channel full waits on a retry list, relaunched on the
  *    next pass of the getevents loop, after the poll made room.
  *
@@ -105,7 +108,7 @@ struct cf_options {
 /* What an event on the job's EQ belongs to. */
 enum cf_kind {
 	CF_KIND_IO,	 /* an io_u's event: its stages follow each other on it */
-	CF_KIND_RELEASE, /* a pooled event carrying a read's release */
+	CF_KIND_RELEASE, /* a pooled event carrying a batch of reads' releases */
 	CF_KIND_PREFILL, /* a prefill slot (on the prefill EQ only) */
 };
 
@@ -145,17 +148,19 @@ struct cf_file {
 struct cf_data {
 	coffer_handle_t conn;
 	coffer_handle_t eq;
-	bool runtime_up;	  /* coffer_init() succeeded: coffer_fini() owed */
-	unsigned int running;	  /* events launched on eq and not yet reaped */
-	struct io_u **events;	  /* completions of the current getevents call */
-	unsigned int nr_events;	  /* entries in events[] */
-	struct io_u **queued;	  /* queued since the last commit */
-	unsigned int nr_queued;	  /* entries in queued[] */
-	unsigned int depth;	  /* size of events[] and queued[] (td->o.iodepth) */
-	struct cf_op *retry;	  /* second stages waiting for channel room (LIFO) */
-	struct cf_op *rel_free;	  /* idle release events */
-	struct cf_op *rel_all;	  /* every release event, through ->chain */
-	unsigned char *prefilled; /* per fileno: 1 once prefilled */
+	bool runtime_up;	     /* coffer_init() succeeded: coffer_fini() owed */
+	unsigned int running;	     /* events launched on eq and not yet reaped */
+	struct io_u **events;	     /* completions of the current getevents call */
+	unsigned int nr_events;	     /* entries in events[] */
+	struct io_u **queued;	     /* queued since the last commit */
+	unsigned int nr_queued;	     /* entries in queued[] */
+	unsigned int depth;	     /* size of events[] and queued[] (td->o.iodepth) */
+	struct cf_op *retry;	     /* second stages waiting for channel room (LIFO) */
+	struct coffer_oid *rel_pend; /* blocks read and not yet released (COFFER_GET_BULK_MAX) */
+	unsigned int nr_rel_pend;    /* entries in rel_pend[] */
+	struct cf_op *rel_free;	     /* idle release events */
+	struct cf_op *rel_all;	     /* every release event, through ->chain */
+	unsigned char *prefilled;    /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
@@ -308,9 +313,6 @@ static int cf_launch(struct cf_data *cd, struct cf_op *op)
 	int rc;
 
 	switch (op->kind) {
-	case CF_KIND_RELEASE:
-		rc = coffer_obj_release_oid(cd->conn, &op->oid, &op->ev);
-		break;
 	case CF_KIND_IO:
 		switch (op->stage) {
 		case CF_W_CREATE:
@@ -356,11 +358,6 @@ static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
 		cf_retry_push(cd, op);
 		return;
 	}
-	if (op->kind == CF_KIND_RELEASE) {
-		/* the reference dies with the handle's connection at the latest */
-		cf_rel_put(cd, op);
-		return;
-	}
 	if (op->stage == CF_W_SEAL)
 		coffer_obj_abort_oid(cd->conn, &op->oid, NULL);
 	cf_io_done(cd, (struct cf_req *)op, rc);
@@ -389,10 +386,40 @@ static void cf_retry_all(struct cf_data *cd, unsigned int max)
 	}
 }
 
+/*
+ * Send the releases of the blocks read since the last call as one batch on one pooled event
+ * (coffer_obj_release_oid_bulk): one submission and one event for the whole batch instead of
+ * one per read. A full channel (-EAGAIN) keeps them for the next call; another failure drops
+ * them: the connection's references die with it at the latest.
+ */
+static void cf_rel_flush(struct cf_data *cd)
+{
+	struct cf_op *op;
+	int rc;
+
+	if (!cd->nr_rel_pend)
+		return;
+	op = cf_rel_get(cd);
+	if (!op) {
+		/* no memory for an event: release synchronously rather than leak references */
+		coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, NULL);
+		cd->nr_rel_pend = 0;
+		return;
+	}
+	rc = coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, &op->ev);
+	if (rc == 0) {
+		cd->running++;
+		cd->nr_rel_pend = 0;
+		return;
+	}
+	cf_rel_put(cd, op);
+	if (rc != -EAGAIN)
+		cd->nr_rel_pend = 0;
+}
+
 static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 {
 	struct io_u *io_u = req->io_u;
-	struct cf_op *rel;
 	uint64_t n;
 
 	if (err < 0) {
@@ -403,15 +430,18 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 	memcpy(io_u->xfer_buf, req->rdata, n);
 	io_u->resid = io_u->xfer_buflen - n;
 
-	/* The copy is done: the io_u completes now, the release travels on its own event. */
-	rel = cf_rel_get(cd);
-	if (rel) {
-		rel->oid = req->op.oid;
-		cf_launch_or_park(cd, rel);
-	} else {
-		/* no memory for an event: release synchronously rather than leak the reference */
-		coffer_obj_release_oid(cd->conn, &req->op.oid, NULL);
+	/* The copy is done: the io_u completes now; the release goes out with the others of
+	 * this getevents call (cf_rel_flush). */
+	if (cd->nr_rel_pend == COFFER_GET_BULK_MAX) {
+		cf_rel_flush(cd);
+		if (cd->nr_rel_pend == COFFER_GET_BULK_MAX) {
+			/* the channel stays full: release these synchronously (the blocking
+			 * call has its own channel) rather than hold references unbounded */
+			coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, NULL);
+			cd->nr_rel_pend = 0;
+		}
 	}
+	cd->rel_pend[cd->nr_rel_pend++] = req->op.oid;
 	cf_io_done(cd, req, 0);
 }
 
@@ -474,8 +504,9 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 
 /*
  * Reap everything still in flight on the job's EQ, so that events can be finalised and the
- * EQ destroyed. Parked second stages are abandoned (an unsealed replacement is aborted;
- * a parked release is left to the disconnect, which drops every reference of this client).
+ * EQ destroyed. Parked second stages are abandoned (an unsealed replacement is aborted);
+ * releases that cannot go out are left to the disconnect, which drops every reference of
+ * this client.
  * Gives up after CF_DRAIN_TIMEOUT_US of silence from the store; the forced EQ destroy then
  * waits for the runtime to fail what is left.
  */
@@ -490,14 +521,14 @@ static void cf_drain(struct cf_data *cd, unsigned int missing)
 
 			cd->retry = op->next;
 			op->next = NULL;
-			if (op->kind == CF_KIND_RELEASE) {
-				cf_rel_put(cd, op);
-				continue;
-			}
 			if (op->stage == CF_W_SEAL)
 				coffer_obj_abort_oid(cd->conn, &op->oid, NULL);
 			op->stage = CF_IDLE;
 		}
+		/* reads completed so far hold references: send their releases, and wait for
+		 * them below like any other event (what cannot go out dies with the
+		 * connection) */
+		cf_rel_flush(cd);
 		if (!cd->running || cf_now_us() > deadline)
 			break;
 		coffer_flush(cd->conn);
@@ -548,7 +579,8 @@ static int cf_init(struct thread_data *td)
 	cd->events = calloc(slots, sizeof(*cd->events));
 	cd->queued = calloc(cd->depth, sizeof(*cd->queued));
 	cd->reqs = calloc(cd->depth, sizeof(*cd->reqs));
-	if (!cd->events || !cd->queued || !cd->reqs) {
+	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
+	if (!cd->events || !cd->queued || !cd->reqs || !cd->rel_pend) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
 	}
@@ -622,6 +654,7 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->events);
 	free(cd->queued);
 	free(cd->reqs);
+	free(cd->rel_pend);
 	free(cd);
 	td->io_ops_data = NULL;
 }
@@ -824,7 +857,9 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 		if (deadline >= 0 && cf_now_us() >= deadline)
 			break;
 	}
-	/* second stages launched above go out now, not at the next commit */
+	/* releases of the reads completed above, and second stages launched above, go out
+	 * now, not at the next commit */
+	cf_rel_flush(cd);
 	coffer_flush(cd->conn);
 	if (rc < 0 && !cd->nr_events)
 		return rc;

@@ -743,6 +743,32 @@ static void test_oid_ops(void **state)
 	assert_true(check(rd, sz, 2));
 	assert_int_equal(coffer_obj_release_oid(c, &oids[2], NULL), 0);
 
+	/* bulk release: every reference taken below is dropped by one event; a second bulk
+	 * release of IDs no longer held reports -ENOENT (the held ones are still released) */
+	assert_int_equal(coffer_obj_release_oid_bulk(c, NULL, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oids, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oids, COFFER_GET_BULK_MAX + 1, NULL),
+			 -EINVAL);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_get_oid(c, &oids[i], 0, &rd, NULL, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oids[0], 0, &rd, NULL, NULL), 0); /* twice */
+	{
+		struct coffer_oid rel[N + 1];
+
+		memcpy(rel, oids, sizeof(oids));
+		rel[N] = oids[0]; /* a duplicate drops the second reference */
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, N + 1, &ev[0]), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), 0);
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, 2, &ev[0]), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), -ENOENT);
+		/* one held among missing ones: released, and the result is the failure */
+		assert_int_equal(coffer_obj_get_oid(c, &oids[3], 0, &rd, NULL, NULL), 0);
+		rel[0] = missing;
+		rel[1] = oids[3];
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, 2, NULL), -ENOENT);
+		assert_int_equal(coffer_obj_release_oid(c, &oids[3], NULL), -ENOENT);
+	}
+
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(coffer_obj_delete(c, &oids[i], NULL), 0);
 		assert_int_equal(coffer_event_fini(&ev[i]), 0);
