@@ -445,6 +445,29 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 	cf_io_done(cd, req, 0);
 }
 
+/*
+ * Start loading the block a completed get points at, before it is copied out. A block is a
+ * random 4 KiB of an arena much larger than the caches, so its copy waits for memory line by
+ * line: ~35% of fio's samples in a 5 s randread profile were in that memcpy. The hardware
+ * prefetcher helps little (it starts after a few misses and stops at the page boundary), so
+ * getevents prefetches the next completion's block while it copies the current one.
+ */
+static void cf_prefetch_read(const struct cf_data *cd, struct coffer_event *ev)
+{
+	struct cf_op *op = cf_ev_op(ev);
+	const struct cf_req *req = (const struct cf_req *)op;
+	const char *p;
+	uint64_t n;
+
+	if (cd->closing || op->kind != CF_KIND_IO || op->stage != CF_R_GET || ev->ev_error != 0 ||
+	    !req->io_u)
+		return;
+	p = req->rdata;
+	n = req->rsize < req->io_u->xfer_buflen ? req->rsize : req->io_u->xfer_buflen;
+	for (uint64_t off = 0; off < n; off += 64)
+		__builtin_prefetch(p + off, 0, 3);
+}
+
 /* One event came back from the EQ: advance its op. @missing: enum cf_missing. */
 static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct coffer_event *ev)
 {
@@ -834,8 +857,14 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 			rc = n;
 			break;
 		}
-		for (int i = 0; i < n; i++)
+		if (n > 0)
+			cf_prefetch_read(cd, evs[0]);
+		for (int i = 0; i < n; i++) {
+			/* the next block streams in while this one is copied */
+			if (i + 1 < n)
+				cf_prefetch_read(cd, evs[i + 1]);
 			cf_handle_event(cd, o->missing, evs[i]);
+		}
 		if (n > 0)
 			continue; /* more may be ready */
 		if (cd->nr_events >= min)
