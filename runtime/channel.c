@@ -306,18 +306,28 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 			break;
 		}
 	}
-	if (slot->out == COFFER__OUT_BULK) {
-		struct coffer_obj_buf *b = slot->buf;
+	if (slot->out == COFFER__OUT_BULK || slot->out == COFFER__OUT_BULK_NONE) {
 		struct coffer__bulk *bulk = slot->bulk;
 
-		if (rc == 0 && rep) {
-			b->data = seg->base + rep->offset;
-			b->size = rep->size;
-		} else {
-			b->data = NULL;
-			b->size = 0;
+		if (slot->out == COFFER__OUT_BULK) {
+			struct coffer_obj_buf *b = slot->buf;
+
+			if (rc == 0 && rep) {
+				b->data = seg->base + rep->offset;
+				b->size = rep->size;
+			} else {
+				b->data = NULL;
+				b->size = 0;
+			}
+			b->status = rc;
+		} else if (rc != 0 && rc != -ENOTCONN) {
+			int none = 0;
+
+			/* relaxed: the first failure is kept; the acq_rel decrement below
+			 * orders it before the last reply's read */
+			atomic_compare_exchange_strong_explicit(
+			    &bulk->error, &none, rc, memory_order_relaxed, memory_order_relaxed);
 		}
-		b->status = rc;
 		if (rc == -ENOTCONN)
 			atomic_store_explicit(&bulk->error, rc, memory_order_relaxed);
 		/* acq_rel: every buf written by other reapers happens-before the last one

@@ -93,16 +93,20 @@ struct coffer__chan;
 /* Output of one request, written by the reply before the event completes. */
 enum coffer__out {
 	COFFER__OUT_NONE = 0,
-	COFFER__OUT_CREATE,   /* void **ptr */
-	COFFER__OUT_GET,      /* const void **ptr, uint64_t *size (optional) */
-	COFFER__OUT_BULK,     /* struct coffer_obj_buf *buf, shared struct coffer__bulk */
-	COFFER__OUT_CONTAINS, /* bool *present */
+	COFFER__OUT_CREATE,    /* void **ptr */
+	COFFER__OUT_GET,       /* const void **ptr, uint64_t *size (optional) */
+	COFFER__OUT_BULK,      /* struct coffer_obj_buf *buf, shared struct coffer__bulk */
+	COFFER__OUT_CONTAINS,  /* bool *present */
+	COFFER__OUT_BULK_NONE, /* shared struct coffer__bulk only (release_oid_bulk) */
 };
 
-/* Shared state of a coffer_obj_get_bulk() call: the event completes with the last reply. */
+/* Shared state of a coffer_obj_get_bulk() or coffer_obj_release_oid_bulk() call: the event
+ * completes with the last reply. */
 struct coffer__bulk {
 	atomic_uint remaining; /* acq_rel decrement: the last one sees every buf written */
-	atomic_int error;      /* first transport error (-ENOTCONN), relaxed; read by the last */
+	atomic_int error;      /* get_bulk: the first transport error (-ENOTCONN); release_oid_bulk:
+				* -ENOTCONN, else the first failure's status; relaxed, read by the
+				* last reply (ordered by the acq_rel decrement) */
 	struct coffer_event *ev;
 };
 

@@ -657,11 +657,100 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 	return rc;
 }
 
+/* coffer_obj_create_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_create_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				     uint64_t size, unsigned int flags, void **data,
+				     struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_CREATE,
+				 .oid = &copy,
+				 .size = size,
+				 .out = COFFER__OUT_CREATE,
+				 .ptr = data};
+
+	if (!oid || !data || (flags & ~COFFER_CREATE_REPLACE))
+		return -EINVAL;
+	d.flags = (uint16_t)flags;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/* coffer_obj_seal_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_seal_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				   unsigned int flags, struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_SEAL, .oid = &copy};
+
+	if (!oid || (flags & ~COFFER_SEAL_RELEASE))
+		return -EINVAL;
+	d.flags = (uint16_t)flags;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+/* coffer_obj_abort_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				    struct coffer_event *ev)
+{
+	return oid_simple(connh, oid, COFFER_OP_ABORT, COFFER__OUT_NONE, NULL, ev);
+}
+
+/* coffer_obj_get_oid(): see coffer/store.h. */
+COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				  int64_t timeout_us, const void **data, uint64_t *size,
+				  struct coffer_event *ev)
+{
+	struct coffer_oid copy;
+	struct coffer__reqd d = {.op = COFFER_OP_GET,
+				 .oid = &copy,
+				 .timeout_us = timeout_us,
+				 .out = COFFER__OUT_GET,
+				 .ptr = (void *)data,
+				 .size_out = size};
+
+	if (!oid || !data)
+		return -EINVAL;
+	copy = *oid;
+	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
 /* coffer_obj_release_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev)
 {
 	return oid_simple(connh, oid, COFFER_OP_RELEASE, COFFER__OUT_NONE, NULL, ev);
+}
+
+/* coffer_obj_release_oid_bulk(): see coffer/store.h. */
+COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					   unsigned int n, struct coffer_event *ev)
+{
+	struct coffer__reqd d[COFFER_GET_BULK_MAX];
+	struct coffer_oid copy[COFFER_GET_BULK_MAX];
+	struct coffer__bulk *bulk;
+	bool launched;
+	int rc;
+
+	if (!oids || n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	bulk = malloc(sizeof(*bulk));
+	if (!bulk)
+		return -ENOMEM;
+	atomic_init(&bulk->remaining, n);
+	atomic_init(&bulk->error, 0);
+	bulk->ev = NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		copy[i] = oids[i];
+		d[i] = (struct coffer__reqd){
+		    .op = COFFER_OP_RELEASE, .oid = &copy[i], .out = COFFER__OUT_BULK_NONE};
+	}
+	rc = obj_exec(connh, d, n, bulk, ev, &launched);
+	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
+	if (!launched)
+		free(bulk);
+	return rc;
 }
 
 /* coffer_obj_delete(): see coffer/store.h. */

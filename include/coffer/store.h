@@ -175,7 +175,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
 
 /*
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
- * get_bulk, release_oid, delete, contains):
+ * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk, delete,
+ * contains):
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
  *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
  *    one path, not two.)
@@ -297,6 +298,77 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 				   struct coffer_event *ev);
 
 /**
+ * coffer_obj_create_oid() - coffer_obj_create() by ObjectID, without an object handle.
+ * @connh: a connection.
+ * @oid: the ObjectID (copied).
+ * @size: bytes (0 allowed).
+ * @flags: 0 or COFFER_CREATE_REPLACE (as for coffer_obj_create()).
+ * @data: out: writable pointer into the arena (set when the result is 0).
+ * @ev: NULL (blocking) or an event.
+ *
+ * The same request as coffer_obj_create() on a handle opened for (@connh, @oid), minus the
+ * handle: no handle-hash insert, lookup or delete (and no RCU reclaim) per object. Seal or
+ * abort it with coffer_obj_seal_oid() / coffer_obj_abort_oid() (or through any handle of
+ * the same connection and ID: the store knows objects by ID and client, not by handle).
+ * Return (or ev_error): as coffer_obj_create(), except that a bad connection handle is
+ * -EINVAL (not a connection handle) or -ENOTCONN (unknown, disconnected or dead), and a NULL
+ * @oid is -EINVAL.
+ * Lifetime: *@data is valid until the object is sealed and released, or aborted.
+ * Source: Plasma's PlasmaClient::Create (which takes an ObjectID, not a handle).
+ */
+COFFER_API int coffer_obj_create_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				     uint64_t size, unsigned int flags, void **data,
+				     struct coffer_event *ev);
+
+/**
+ * coffer_obj_seal_oid() - coffer_obj_seal() by ObjectID, without an object handle.
+ * @connh: a connection.
+ * @oid: the ObjectID (copied).
+ * @flags: 0 or COFFER_SEAL_RELEASE (also drop the creator's reference).
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): as coffer_obj_seal(); a bad @connh is -EINVAL or -ENOTCONN, a NULL
+ * @oid -EINVAL.
+ * Source: Plasma's PlasmaClient::Seal.
+ */
+COFFER_API int coffer_obj_seal_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				   unsigned int flags, struct coffer_event *ev);
+
+/**
+ * coffer_obj_abort_oid() - coffer_obj_abort() by ObjectID, without an object handle.
+ * @connh: a connection.
+ * @oid: the ObjectID (copied).
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): as coffer_obj_abort(); a bad @connh is -EINVAL or -ENOTCONN, a
+ * NULL @oid -EINVAL.
+ * Lifetime: the pointer from the create is invalid once this succeeded.
+ */
+COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				    struct coffer_event *ev);
+
+/**
+ * coffer_obj_get_oid() - coffer_obj_get() by ObjectID, without an object handle.
+ * @connh: a connection.
+ * @oid: the ObjectID (copied).
+ * @timeout_us: as for coffer_obj_get() (0 = do not wait, negative = forever).
+ * @data: out: pointer into the arena (set when the result is 0).
+ * @size: out (may be NULL): the object's size in bytes.
+ * @ev: NULL (blocking) or an event.
+ *
+ * One ID, one request: unlike coffer_obj_get_bulk() of one ID it allocates no shared
+ * completion state, and a missing object is the call's (or event's) result, -ENOENT.
+ * Release the reference with coffer_obj_release_oid().
+ * Return (or ev_error): 0; -EINVAL (NULL @oid or @data, not a connection handle); -ENOENT
+ * (missing or unsealed at the timeout); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's
+ * offset/size lies outside the arena).
+ * Lifetime: *@data stays valid until the matching release.
+ */
+COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				  int64_t timeout_us, const void **data, uint64_t *size,
+				  struct coffer_event *ev);
+
+/**
  * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.
  * @connh: a connection.
  * @oid: the ObjectID.
@@ -308,6 +380,26 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
  */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev);
+
+/**
+ * coffer_obj_release_oid_bulk() - drop one reference on each of up to COFFER_GET_BULK_MAX
+ * ObjectIDs in one batch, completing one event.
+ * @connh: a connection.
+ * @oids: @n ObjectIDs (copied; duplicates allowed: each drops one reference).
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
+ *
+ * The releases of coffer_obj_release_oid() for @n IDs, queued together (all or nothing: a
+ * channel with fewer than @n free slots takes none) and answered with one event, so that a
+ * client dropping many references (a reader's batch) pays for one event instead of @n.
+ * Return (or ev_error): 0 when every release succeeded; otherwise -ENOTCONN if the
+ * connection died, else the first failure of one ID (-ENOENT: no reference held on it;
+ * the other IDs were still released); before launch: -EINVAL (bad arguments); -ENOTCONN;
+ * -EAGAIN (fewer than @n free slots in the channel, @ev only); -ENOMEM.
+ * Lifetime: pointers from the gets these references came with become invalid.
+ */
+COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					   unsigned int n, struct coffer_event *ev);
 
 /**
  * coffer_obj_delete() - delete a sealed object.

@@ -634,6 +634,155 @@ static void test_replace(void **state)
 	expect_handles_closed(t);
 }
 
+/* Polls @eq until @n events completed, each with result 0. */
+static void wait_all_ok(coffer_handle_t eq, int n)
+{
+	struct coffer_event *done[8];
+
+	for (int got = 0; got < n;) {
+		int k = coffer_eq_poll(eq, 1, 5000000, 8, done);
+
+		assert_true(k > 0);
+		for (int i = 0; i < k; i++)
+			assert_int_equal(done[i]->ev_error, 0);
+		got += k;
+	}
+}
+
+/* The by-ObjectID operations (no object handle): create, seal, abort, get, and a replace
+ * whose old object a reader keeps intact; they open no handle. */
+static void test_oid_ops(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 16 };
+	coffer_handle_t c, cr, eq;
+	struct coffer_event ev[N];
+	struct coffer_oid oids[N], missing;
+	void *wr[N];
+	const void *rd, *old;
+	uint64_t sz;
+
+	for (int i = 0; i < N; i++)
+		make_oid(&oids[i], 5, (uint64_t)i);
+	make_oid(&missing, 5, 12345);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+
+	/* arguments */
+	assert_int_equal(coffer_obj_create_oid(c, NULL, 8, 0, &wr[0], NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(c, &oids[0], 8, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(c, &oids[0], 8, 0x100, &wr[0], NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(COFFER_HANDLE_NULL, &oids[0], 8, 0, &wr[0], NULL),
+			 -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(eq, &oids[0], 8, 0, &wr[0], NULL), -EINVAL);
+	assert_int_equal(coffer_obj_seal_oid(c, NULL, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_seal_oid(c, &oids[0], 0x100, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_abort_oid(c, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid(c, NULL, 0, &rd, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid(c, &oids[0], 0, NULL, NULL, NULL), -EINVAL);
+	/* nothing to seal, abort or get yet */
+	assert_int_equal(coffer_obj_seal_oid(c, &oids[0], 0, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_abort_oid(c, &oids[0], NULL), -ENOENT);
+	assert_int_equal(coffer_obj_get_oid(c, &missing, 0, &rd, &sz, NULL), -ENOENT);
+
+	/* asynchronous create of N, then seal of N, each as one batch */
+	for (int i = 0; i < N; i++)
+		assert_int_equal(
+		    coffer_obj_create_oid(c, &oids[i], 1000 + (uint64_t)i, 0, &wr[i], &ev[i]), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	wait_all_ok(eq, N);
+	/* unsealed: another client cannot seal it, nobody can get it */
+	assert_int_equal(coffer_obj_seal_oid(cr, &oids[0], 0, NULL), -EPERM);
+	assert_int_equal(coffer_obj_get_oid(cr, &oids[0], 0, &rd, &sz, NULL), -ENOENT);
+	for (int i = 0; i < N; i++) {
+		fill(wr[i], 1000 + (uint64_t)i, (uint64_t)i);
+		assert_int_equal(coffer_obj_seal_oid(c, &oids[i], COFFER_SEAL_RELEASE, &ev[i]), 0);
+	}
+	wait_all_ok(eq, N);
+	assert_int_equal(coffer_obj_seal_oid(c, &oids[0], 0, NULL), -EALREADY);
+	for (int i = 0; i < N; i++) {
+		rd = NULL;
+		sz = 0;
+		assert_int_equal(coffer_obj_get_oid(cr, &oids[i], 0, &rd, &sz, &ev[i]), 0);
+		assert_int_equal(wait_ev(eq, &ev[i]), 0);
+		assert_int_equal(sz, 1000 + (uint64_t)i);
+		assert_true(check(rd, sz, (uint64_t)i));
+		assert_int_equal(coffer_obj_release_oid(cr, &oids[i], NULL), 0);
+	}
+	/* missing, asynchronously: the event carries -ENOENT */
+	assert_int_equal(coffer_obj_get_oid(c, &missing, 0, &rd, NULL, &ev[0]), 0);
+	assert_int_equal(wait_ev(eq, &ev[0]), -ENOENT);
+
+	/* replace: the reader keeps the old object intact, new gets see the new one */
+	assert_int_equal(coffer_obj_get_oid(cr, &oids[1], 0, &old, &sz, NULL), 0);
+	assert_int_equal(
+	    coffer_obj_create_oid(c, &oids[1], 500, COFFER_CREATE_REPLACE, &wr[1], NULL), 0);
+	fill(wr[1], 500, 77);
+	assert_int_equal(coffer_obj_get_oid(cr, &oids[1], 0, &rd, &sz, NULL), 0);
+	assert_int_equal(sz, 1001); /* the replacement is invisible until sealed */
+	assert_int_equal(coffer_obj_release_oid(cr, &oids[1], NULL), 0);
+	assert_int_equal(coffer_obj_seal_oid(c, &oids[1], COFFER_SEAL_RELEASE, NULL), 0);
+	assert_true(check(old, 1001, 1));
+	assert_int_equal(coffer_obj_get_oid(cr, &oids[1], 0, &rd, &sz, NULL), 0);
+	assert_int_equal(sz, 500);
+	assert_true(check(rd, 500, 77));
+	assert_int_equal(coffer_obj_release_oid(cr, &oids[1], NULL), 0); /* the new one */
+	assert_int_equal(coffer_obj_release_oid(cr, &oids[1], NULL), 0); /* the replaced one */
+
+	/* abort: a replacement aborted leaves the sealed object as it was */
+	assert_int_equal(
+	    coffer_obj_create_oid(c, &oids[2], 64, COFFER_CREATE_REPLACE, &wr[2], NULL), 0);
+	assert_int_equal(coffer_obj_abort_oid(cr, &oids[2], NULL), -EPERM);
+	assert_int_equal(coffer_obj_abort_oid(c, &oids[2], &ev[0]), 0);
+	assert_int_equal(wait_ev(eq, &ev[0]), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oids[2], 0, &rd, &sz, NULL), 0);
+	assert_int_equal(sz, 1002);
+	assert_true(check(rd, sz, 2));
+	assert_int_equal(coffer_obj_release_oid(c, &oids[2], NULL), 0);
+
+	/* bulk release: every reference taken below is dropped by one event; a second bulk
+	 * release of IDs no longer held reports -ENOENT (the held ones are still released) */
+	assert_int_equal(coffer_obj_release_oid_bulk(c, NULL, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oids, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oids, COFFER_GET_BULK_MAX + 1, NULL),
+			 -EINVAL);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_get_oid(c, &oids[i], 0, &rd, NULL, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oids[0], 0, &rd, NULL, NULL), 0); /* twice */
+	{
+		struct coffer_oid rel[N + 1];
+
+		memcpy(rel, oids, sizeof(oids));
+		rel[N] = oids[0]; /* a duplicate drops the second reference */
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, N + 1, &ev[0]), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), 0);
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, 2, &ev[0]), 0);
+		assert_int_equal(wait_ev(eq, &ev[0]), -ENOENT);
+		/* one held among missing ones: released, and the result is the failure */
+		assert_int_equal(coffer_obj_get_oid(c, &oids[3], 0, &rd, NULL, NULL), 0);
+		rel[0] = missing;
+		rel[1] = oids[3];
+		assert_int_equal(coffer_obj_release_oid_bulk(c, rel, 2, NULL), -ENOENT);
+		assert_int_equal(coffer_obj_release_oid(c, &oids[3], NULL), -ENOENT);
+	}
+
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(coffer_obj_delete(c, &oids[i], NULL), 0);
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	/* a dead connection */
+	assert_int_equal(coffer_disconnect(cr), 0);
+	assert_int_equal(coffer_obj_create_oid(cr, &oids[0], 8, 0, &wr[0], NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_oid(cr, &oids[0], 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- other processes ------------------------------------------------------------------ */
 
 /* Child: the inherited connection is dead; a new one works. Exit status 0 on success. */
@@ -1241,6 +1390,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
