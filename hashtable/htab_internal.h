@@ -40,7 +40,8 @@ struct coffer_htab {
 	struct coffer__htab_stripe *ht_stripes;
 	uint32_t ht_bucket_mask;
 	uint32_t ht_stripe_mask;
-	bool ht_hooks; /* hop_rec_addref or hop_rec_decref set */
+	bool ht_hooks;		/* hop_rec_addref or hop_rec_decref set */
+	bool ht_buckets_mapped; /* ht_buckets from coffer__hugemem_map (else calloc) */
 
 	/* Written by RCU callbacks (and destroy) only: its own line. */
 	int64_t ht_balance __attribute__((aligned(COFFER__CACHE_LINE)));
