@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "hashtable/htab_internal.h"
+#include "hashtable/hugemem.h"
 
 #define HTAB_DEFAULT_BUCKETS_LOG2 14
 #define HTAB_DEFAULT_STRIPES_LOG2 12
@@ -326,6 +327,46 @@ static struct coffer_hnode *lookup_get_rcu(struct coffer_htab *tab, uint32_t b, 
 	return NULL;
 }
 
+/* ---- bucket array -------------------------------------------------------------------- */
+
+/*
+ * The bucket heads of a table with ht_bucket_mask set. An array of at least one hugepage (the
+ * process handle hash: 2^18 heads, 2 MiB) is mapped hugepage-backed and prefaulted at creation
+ * (hugemem.c): inserts scatter over the whole array, so with 4 KiB pages the first ~100k
+ * opens of a process took one page fault per 4 KiB of heads on the open path (512 faults for
+ * 2 MiB; profiled in coffer-bench obj_open). The cost moves to creation (coffer_init() for the
+ * process hash): one hugepage fault, and the array is resident from then on (as it becomes
+ * anyway once a few thousand handles are open). Smaller arrays come from calloc.
+ */
+static size_t buckets_bytes(const struct coffer_htab *tab)
+{
+	return ((size_t)tab->ht_bucket_mask + 1) * sizeof(*tab->ht_buckets);
+}
+
+static struct coffer_hnode **buckets_alloc(struct coffer_htab *tab)
+{
+	size_t bytes = buckets_bytes(tab);
+	struct coffer_hnode **b;
+
+	tab->ht_buckets_mapped = false;
+	if (bytes >= coffer__hugemem_pagesize()) {
+		b = coffer__hugemem_map(bytes);
+		if (b) {
+			tab->ht_buckets_mapped = true;
+			return b;
+		}
+	}
+	return calloc((size_t)tab->ht_bucket_mask + 1, sizeof(*tab->ht_buckets));
+}
+
+static void buckets_free(struct coffer_htab *tab)
+{
+	if (tab->ht_buckets_mapped)
+		coffer__hugemem_unmap(tab->ht_buckets, buckets_bytes(tab));
+	else
+		free(tab->ht_buckets);
+}
+
 /* ---- public API ---------------------------------------------------------------------- */
 
 COFFER_API int coffer_htab_create(const struct coffer_htab_params *params,
@@ -361,11 +402,11 @@ COFFER_API int coffer_htab_create(const struct coffer_htab_params *params,
 	tab->ht_bucket_mask = (1u << blog) - 1;
 	tab->ht_stripe_mask = (1u << slog) - 1;
 	tab->ht_hooks = ops->hop_rec_addref || ops->hop_rec_decref;
-	tab->ht_buckets = calloc((size_t)1 << blog, sizeof(*tab->ht_buckets));
+	tab->ht_buckets = buckets_alloc(tab);
 	tab->ht_stripes =
 	    aligned_alloc(COFFER__CACHE_LINE, sizeof(*tab->ht_stripes) * ((size_t)1 << slog));
 	if (!tab->ht_buckets || !tab->ht_stripes) {
-		free(tab->ht_buckets);
+		buckets_free(tab);
 		free(tab->ht_stripes);
 		free(tab);
 		return -ENOMEM;
@@ -383,7 +424,7 @@ COFFER_API int coffer_htab_create(const struct coffer_htab_params *params,
 static void table_free(struct coffer_htab *tab)
 {
 	free(tab->ht_stripes);
-	free(tab->ht_buckets);
+	buckets_free(tab);
 	free(tab);
 }
 
@@ -602,6 +643,33 @@ COFFER_API int coffer_htab_delete(struct coffer_htab *tab, const void *key, size
 		return -ENOENT;
 	}
 	n = unlink_locked(s, pp);
+	stripe_unlock(s);
+	ref_put(tab, n, tab->ht_hooks); /* the table's reference (I2) */
+	return 0;
+}
+
+int coffer__htab_delete_u64(struct coffer_htab *tab, uint64_t hash, ptrdiff_t key_off, uint64_t key)
+{
+	uint32_t b = coffer__htab_bucket(tab, hash);
+	struct coffer__htab_stripe *s = stripe_of(tab, b);
+	struct coffer_hnode **pp = &tab->ht_buckets[b], *n;
+
+	stripe_lock(s);
+	/* Relaxed loads: every writer of this chain holds the lock we hold; keys of linked
+	 * records are immutable (I5) and were written before they were linked. */
+	while ((n = __atomic_load_n(pp, __ATOMIC_RELAXED)) != NULL) {
+		uint64_t k;
+
+		memcpy(&k, (const char *)n + key_off, sizeof(k));
+		if (k == key)
+			break;
+		pp = &n->hn_next;
+	}
+	if (!n) {
+		stripe_unlock(s);
+		return -ENOENT;
+	}
+	unlink_locked(s, pp);
 	stripe_unlock(s);
 	ref_put(tab, n, tab->ht_hooks); /* the table's reference (I2) */
 	return 0;

@@ -15,8 +15,10 @@
  * holds every open object handle, and its chains must stay short at a few hundred thousand
  * handles (obj_open close measured 0.17 M/s at 200k handles with 2^14 buckets, where lookups
  * walked ~12-record chains, against ~1.4 M/s with 2^20). The table does not resize; bucket
- * heads are 8 bytes each (2 MiB virtual, resident only as buckets are touched), so a process
- * that keeps millions of handles open should raise COFFER_HHASH_BUCKETS_LOG2.
+ * heads are 8 bytes each: 2 MiB, mapped hugepage-backed and prefaulted by coffer_init() (one
+ * hugepage fault there, 2 MiB resident from then on, instead of up to 512 page faults spread
+ * over the first opens; see htab.c buckets_alloc), so a process that keeps millions of handles
+ * open should raise COFFER_HHASH_BUCKETS_LOG2.
  * Environment overrides are read once, by the first successful coffer_init() of the process
  * (a value out of range fails it with -EINVAL):
  *   COFFER_HHASH_BUCKETS_LOG2 (1..26, default 18), COFFER_HHASH_LOCKS_LOG2 (1..buckets_log2),

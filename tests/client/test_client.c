@@ -225,8 +225,9 @@ static void test_blocking_basic(void **state)
 }
 
 /* Many handles kept open: their records span several of the per-thread chunks they are
- * carved from (16 KiB doubling to 2 MiB, the largest mapped), each keeps its own ObjectID,
- * and closing them all leaves the handle hash as it was. */
+ * carved from (16 KiB doubling to 2 MiB; the smaller ones carved from a shared hugepage
+ * region, the largest mapped on their own), each keeps its own ObjectID, and closing them all
+ * leaves the handle hash as it was. */
 static void test_many_handles(void **state)
 {
 	struct tctx *t = *state;
@@ -275,6 +276,86 @@ static void test_many_handles(void **state)
 		assert_int_equal(coffer_obj_close(oh[i]), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
 	free(oh);
+	expect_handles_closed(t);
+}
+
+/* Several threads open handles at once: their chunks are carved from one shared region
+ * concurrently (runtime/obj.c region_carve), and must never overlap. An overlap would make
+ * one open overwrite another's linked record: a handle that no longer resolves, a close that
+ * fails, a hash count off, or an ObjectID that is not the handle's own. */
+enum { CONC_THREADS = 4, CONC_N = 6000 };
+
+struct conc_arg {
+	coffer_handle_t conn;
+	uint32_t space;
+	coffer_handle_t oh[CONC_N];
+	unsigned int failures;
+	pthread_barrier_t *bar;
+};
+
+static void *conc_open_main(void *p)
+{
+	struct conc_arg *a = p;
+	struct coffer_oid oid;
+
+	pthread_barrier_wait(a->bar);
+	for (unsigned int i = 0; i < CONC_N; i++) {
+		make_oid(&oid, a->space, i);
+		if (coffer_obj_open(a->conn, &oid, 0, &a->oh[i]) != 0)
+			a->failures++;
+	}
+	return NULL;
+}
+
+static void test_concurrent_open(void **state)
+{
+	struct tctx *t = *state;
+	struct conc_arg *a = calloc(CONC_THREADS, sizeof(*a));
+	pthread_t th[CONC_THREADS];
+	pthread_barrier_t bar;
+	coffer_handle_t c;
+	struct coffer_oid oid;
+	uint64_t count0;
+	bool present;
+	void *wr;
+
+	assert_non_null(a);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	count0 = coffer_hhash_count(coffer_hhash_global());
+	assert_int_equal(pthread_barrier_init(&bar, NULL, CONC_THREADS), 0);
+	for (unsigned int k = 0; k < CONC_THREADS; k++) {
+		a[k].conn = c;
+		a[k].space = 100 + k;
+		a[k].bar = &bar;
+		assert_int_equal(pthread_create(&th[k], NULL, conc_open_main, &a[k]), 0);
+	}
+	for (unsigned int k = 0; k < CONC_THREADS; k++)
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+	pthread_barrier_destroy(&bar);
+	for (unsigned int k = 0; k < CONC_THREADS; k++)
+		assert_int_equal(a[k].failures, 0);
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), count0 + CONC_THREADS * CONC_N);
+	/* Each thread's first and last handle acts on its own ObjectID. */
+	for (unsigned int k = 0; k < CONC_THREADS; k++) {
+		unsigned int probe[] = {0, CONC_N - 1};
+
+		for (unsigned int j = 0; j < 2; j++) {
+			assert_int_equal(coffer_obj_create(a[k].oh[probe[j]], 64, 0, &wr, NULL), 0);
+			assert_int_equal(
+			    coffer_obj_seal(a[k].oh[probe[j]], COFFER_SEAL_RELEASE, NULL), 0);
+			make_oid(&oid, a[k].space, probe[j]);
+			present = false;
+			assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+			assert_true(present);
+		}
+	}
+	for (unsigned int k = 0; k < CONC_THREADS; k++)
+		for (unsigned int i = 0; i < CONC_N; i++)
+			assert_int_equal(coffer_obj_close(a[k].oh[i]), 0);
+	coffer__obj_thread_release();
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), count0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	free(a);
 	expect_handles_closed(t);
 }
 
@@ -1386,6 +1467,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),

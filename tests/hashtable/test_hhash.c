@@ -238,6 +238,62 @@ static void test_cookie_mixing(void **state)
 	assert_int_equal(frees_now(), 1024);
 }
 
+/* delete_handle walks a chain to its record (close path, coffer__htab_delete_u64): with 2
+ * buckets every chain is long, and deleting oldest-first finds each record at a chain's tail,
+ * newest-first at its head, alternately in the middle. Only the named record goes; a handle of
+ * the wrong type or already deleted is refused; the others still resolve. */
+static void test_delete_handle_chains(void **state)
+{
+	enum { N = 96 };
+	struct coffer_htab_params p = {.buckets_log2 = 1, .locks_log2 = 1};
+	struct coffer_hhash *hh;
+	struct coffer_hlink *l;
+	struct obj *objs[N];
+	coffer_handle_t h[N];
+	bool gone[N] = {false};
+	unsigned int order[N], k = 0;
+
+	(void)state;
+	assert_int_equal(coffer_hhash_create(&p, &hh), 0);
+	for (unsigned int i = 0; i < N; i++) {
+		objs[i] = obj_new();
+		objs[i]->payload = (int)i;
+		assert_int_equal(coffer_hhash_insert(hh, &objs[i]->link, COFFER_HTYPE_TEST, &h[i]),
+				 0);
+	}
+	/* Oldest first for a third, newest first for a third, then the middle ones. */
+	for (unsigned int i = 0; i < N / 3; i++)
+		order[k++] = i;
+	for (unsigned int i = 0; i < N / 3; i++)
+		order[k++] = N - 1 - i;
+	for (unsigned int i = N / 3; i < N - N / 3; i++)
+		order[k++] = i;
+	assert_int_equal(k, N);
+	for (k = 0; k < N; k++) {
+		unsigned int i = order[k];
+
+		assert_int_equal(coffer_hhash_delete_handle(hh, h[i], COFFER_HTYPE_EQ), -EINVAL);
+		assert_int_equal(coffer_hhash_delete_handle(hh, h[i], COFFER_HTYPE_TEST), 0);
+		gone[i] = true;
+		assert_int_equal(coffer_hhash_delete_handle(hh, h[i], COFFER_HTYPE_TEST), -ENOENT);
+		assert_int_equal(coffer_hhash_count(hh), N - 1 - k);
+		/* Every other record still resolves to itself; deleted ones do not. */
+		for (unsigned int j = 0; j < N; j += 7) {
+			int rc = coffer_hhash_lookup(hh, h[j], COFFER_HTYPE_TEST, &l);
+
+			if (gone[j]) {
+				assert_int_equal(rc, -ENOENT);
+				continue;
+			}
+			assert_int_equal(rc, 0);
+			assert_int_equal(((struct obj *)(void *)l)->payload, (int)j);
+			coffer_hhash_putref(hh, l);
+		}
+	}
+	assert_int_equal(frees_now(), N);
+	assert_int_equal(coffer_hhash_destroy(hh, false), 0);
+}
+
 static void test_init_fini(void **state)
 {
 	struct coffer_hhash *g;
@@ -310,6 +366,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_insert_errors, setup),
 	    cmocka_unit_test_setup(test_refs, setup),
 	    cmocka_unit_test_setup(test_cookie_mixing, setup),
+	    cmocka_unit_test_setup(test_delete_handle_chains, setup),
 	    cmocka_unit_test_setup(test_init_fini, setup),
 	    cmocka_unit_test_setup(test_cookie_exhaustion, setup),
 	};
