@@ -145,7 +145,7 @@ static void *pool_get(struct pool *p, size_t size)
 
 static void pool_put(struct pool *p, void *x)
 {
-	if (p->n >= POOL_MAX) {
+	if (p->n + 1 > POOL_MAX) { /* not ">= POOL_MAX": always true when 0 (-Wtype-limits) */
 		free(x);
 		return;
 	}
