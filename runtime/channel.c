@@ -71,6 +71,7 @@
 #include "eventq/eq_impl.h"
 #include "eventq/event_internal.h"
 #include "runtime/client.h"
+#include "runtime/env.h"
 #include "runtime/proto_util.h"
 
 /* Entries asked for each ring (the store may cap it at max_ring_entries). */
@@ -524,16 +525,11 @@ static pthread_once_t g_spin_once = PTHREAD_ONCE_INIT;
 
 static void spin_once(void)
 {
-	const char *e = getenv("COFFER_POLL_SPIN_US");
-	char *end;
-	unsigned long v;
+	uint64_t us = CHAN_SPIN_US_DEFAULT;
 
-	g_spin_ns = CHAN_SPIN_US_DEFAULT * 1000ull;
-	if (e && *e) {
-		v = strtoul(e, &end, 10);
-		if (!*end && v <= 1000000)
-			g_spin_ns = v * 1000ull;
-	}
+	/* checked by coffer_connect(), which fails on a bad value: no channel without it */
+	(void)coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, &us);
+	g_spin_ns = us * 1000ull;
 }
 
 static uint64_t now_ns(void)

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "runtime/client.h"
+#include "runtime/env.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -110,7 +111,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	struct coffer__seg *s;
 	struct stat st;
 	int flags = MAP_SHARED;
-	const char *pop;
+	uint64_t populate = 1;
 	void *p;
 	int rc = 0;
 
@@ -129,8 +130,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	}
 	/* Fill the page tables now (the store prefaulted the memory itself): the first
 	 * touch of each page would otherwise be paid inside a timed put. */
-	pop = getenv("COFFER_MAP_POPULATE");
-	if (!pop || strcmp(pop, "0") != 0)
+	(void)coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, &populate); /* checked at connect */
+	if (populate)
 		flags |= MAP_POPULATE;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -374,18 +375,22 @@ static void conn_free(struct coffer_hlink *link)
 	free(conn);
 }
 
-static uint32_t conn_env_batch(void)
+/*
+ * The connection's environment overrides, all checked here so that a bad value fails
+ * coffer_connect() with -EINVAL: COFFER_BATCH (1..COFFER_RING_ENTRIES_MAX), COFFER_MAP_POPULATE
+ * (0 or 1; read again by seg_map()) and COFFER_POLL_SPIN_US (0..1 s; read once per process by
+ * the channel's pollers).
+ */
+static int conn_read_env(struct coffer__conn *conn)
 {
-	const char *s = getenv("COFFER_BATCH");
-	char *end;
-	unsigned long v;
+	uint64_t batch = CONN_BATCH_DEFAULT, populate = 1, spin_us = 0;
 
-	if (!s || !*s)
-		return CONN_BATCH_DEFAULT;
-	v = strtoul(s, &end, 10);
-	if (*end || v < 1 || v > COFFER_RING_ENTRIES_MAX)
-		return CONN_BATCH_DEFAULT;
-	return (uint32_t)v;
+	if (coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, &batch) ||
+	    coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, &populate) ||
+	    coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, &spin_us))
+		return -EINVAL;
+	conn->batch = (uint32_t)batch;
+	return 0;
 }
 
 static int conn_socket(const char *path)
@@ -474,7 +479,9 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	pthread_mutex_init(&conn->ctl_lock, NULL);
 	pthread_mutex_init(&conn->chan_lock, NULL);
 	conn->link.hl_free = conn_free;
-	conn->batch = conn_env_batch();
+	rc = conn_read_env(conn);
+	if (rc < 0)
+		goto err_free;
 
 	fd = conn_socket(path);
 	if (fd < 0) {

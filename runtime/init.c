@@ -33,6 +33,7 @@
 #include <coffer/common.h>
 #include <coffer/hash.h>
 
+#include "runtime/env.h"
 #include "runtime/rcu.h"
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -41,34 +42,18 @@ static struct coffer_hhash *global_hh;	    /* written under init_mu; RELEASE/ACQ
 static struct coffer_htab_params hh_params; /* init_mu; from the environment */
 static bool env_read;			    /* init_mu */
 
-/* @name's value in 1..@max into *@out (left alone when unset or empty); -EINVAL otherwise. */
-static int env_log2(const char *name, uint32_t max, uint32_t *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s)
-		return 0;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*end || errno || v < 1 || v > max || s[0] == '-' || s[0] == '+')
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 #define COFFER_HHASH_DEFAULT_BUCKETS_LOG2 18
 
 /* A bad value fails coffer_init() with -EINVAL rather than being silently ignored. */
 static int read_env(void)
 {
-	hh_params.buckets_log2 = COFFER_HHASH_DEFAULT_BUCKETS_LOG2;
-	hh_params.locks_log2 = 0; /* the table's default */
-	if (env_log2("COFFER_HHASH_BUCKETS_LOG2", 26, &hh_params.buckets_log2) ||
-	    env_log2("COFFER_HHASH_LOCKS_LOG2", 26, &hh_params.locks_log2) ||
-	    hh_params.locks_log2 > hh_params.buckets_log2)
+	uint64_t buckets = COFFER_HHASH_DEFAULT_BUCKETS_LOG2, locks = 0; /* the table's default */
+
+	if (coffer__env_u64("COFFER_HHASH_BUCKETS_LOG2", 1, 26, &buckets) ||
+	    coffer__env_u64("COFFER_HHASH_LOCKS_LOG2", 1, 26, &locks) || locks > buckets)
 		return -EINVAL;
+	hh_params.buckets_log2 = (uint32_t)buckets;
+	hh_params.locks_log2 = (uint32_t)locks;
 	env_read = true;
 	return 0;
 }

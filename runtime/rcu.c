@@ -55,6 +55,7 @@
 #include <coffer/hash.h>
 
 #include "hashtable/htab_internal.h"
+#include "runtime/env.h"
 #include "runtime/rcu.h"
 
 #ifdef COFFER__TSAN
@@ -97,8 +98,13 @@ static void atfork_child(void)
 
 static void setup(void)
 {
-	const char *e = getenv("COFFER_RCU_PERCPU");
+	uint64_t percpu = 0;
 
+	/* COFFER_RCU_PERCPU: 0 or 1; anything else fails every coffer_init() of the process */
+	if (coffer__env_u64("COFFER_RCU_PERCPU", 0, 1, &percpu) != 0) {
+		setup_rc = -EINVAL;
+		return;
+	}
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0) {
 		setup_rc = -ENOMEM;
 		return;
@@ -109,7 +115,7 @@ static void setup(void)
 	(void)urcu_bp_get_default_call_rcu_data();
 	/* Opt-in per-CPU call_rcu workers: frees spread over CPUs under write-heavy load, at
 	 * the price of one thread per CPU in the host. Failure leaves the default worker. */
-	if (e && strcmp(e, "1") == 0)
+	if (percpu)
 		(void)urcu_bp_create_all_cpu_call_rcu_data(0);
 }
 

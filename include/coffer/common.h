@@ -45,7 +45,8 @@ typedef struct {
  * COFFER_* environment overrides and creates the process handle hash.
  *
  * Return: 0; -ENOMEM; -EINVAL (COFFER_HHASH_BUCKETS_LOG2 or COFFER_HHASH_LOCKS_LOG2 is set
- * but not a decimal number in 1..26, or the locks exceed the buckets).
+ * but not a decimal number in 1..26, or the locks exceed the buckets; COFFER_RCU_PERCPU set
+ * to anything but 0 or 1).
  * (Every call that starts the runtime on its own, such as coffer_connect(), returns it too.)
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section.
  */

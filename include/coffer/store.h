@@ -74,10 +74,12 @@ struct coffer_store_info {
  * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
  * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
- * a poll or flush; default 32; 8 already while the store is awake on the channel),
- * COFFER_MAP_POPULATE=0 (do not pre-fill page tables).
+ * a poll or flush; 1..4096, default 32; 8 already while the store is awake on the channel),
+ * COFFER_MAP_POPULATE (1 = pre-fill page tables, the default; 0 = do not), COFFER_POLL_SPIN_US
+ * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect).
  *
- * Return: 0; -EINVAL (@connh NULL); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
+ * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
+ * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
  * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);

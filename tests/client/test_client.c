@@ -373,6 +373,27 @@ static void test_invalid_args(void **state)
 	make_oid(&oid, 2, 1);
 	assert_int_equal(coffer_connect(t->store.sock, NULL), -EINVAL);
 	assert_int_equal(coffer_connect("/nonexistent/coffer.sock", &c), -ECONNREFUSED);
+	/* a bad environment override is refused, not replaced by the default */
+	{
+		static const char *const bad[][2] = {
+		    {"COFFER_BATCH", "0"},	    {"COFFER_BATCH", "32x"},
+		    {"COFFER_BATCH", "99999"},	    {"COFFER_MAP_POPULATE", "2"},
+		    {"COFFER_MAP_POPULATE", "no"},  {"COFFER_POLL_SPIN_US", "-1"},
+		    {"COFFER_POLL_SPIN_US", "1e3"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			assert_int_equal(setenv(bad[i][0], bad[i][1], 1), 0);
+			assert_int_equal(coffer_connect(t->store.sock, &c), -EINVAL);
+			assert_int_equal(unsetenv(bad[i][0]), 0);
+		}
+		assert_int_equal(setenv("COFFER_BATCH", "16", 1), 0);
+		assert_int_equal(setenv("COFFER_MAP_POPULATE", "0", 1), 0);
+		assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+		assert_int_equal(coffer_disconnect(c), 0);
+		assert_int_equal(unsetenv("COFFER_BATCH"), 0);
+		assert_int_equal(unsetenv("COFFER_MAP_POPULATE"), 0);
+	}
 	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
 	assert_int_equal(coffer_obj_open(c, NULL, 0, &oh), -EINVAL);
 	assert_int_equal(coffer_obj_open(c, &oid, 0, NULL), -EINVAL);

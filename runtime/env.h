@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * runtime/env.h - the client's COFFER_* environment overrides, parsed one way: a value that
+ * is set must be a plain decimal number in range, else the call that reads it fails with
+ * -EINVAL (a typo is reported, never silently replaced by the default).
+ */
+#ifndef COFFER_RUNTIME_ENV_H
+#define COFFER_RUNTIME_ENV_H
+
+#include <stdint.h>
+
+/*
+ * coffer__env_u64() - the value of environment variable @name, in [@min, @max].
+ * @out: in: the default; out: the value when the variable is set and valid.
+ * Return: 0 (also when @name is unset or empty: *@out untouched); -EINVAL (set, but not
+ * decimal digits only, or out of range).
+ * Context: any thread (getenv: not concurrently with setenv).
+ */
+int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif /* COFFER_RUNTIME_ENV_H */
