@@ -148,8 +148,16 @@ int main(int argc, char **argv)
 		cfg.socket_path = defpath;
 	}
 	env = getenv("COFFER_STORE_SPIN_US");
-	if (env != NULL && env[0] != '\0')
-		cfg.spin_us = (unsigned int)strtoul(env, NULL, 10);
+	if (env != NULL && env[0] != '\0') {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (env[0] < '0' || env[0] > '9' || *end != '\0' || errno != 0 || v > 1000000)
+			return bad("COFFER_STORE_SPIN_US='%s': want microseconds, 0..1000000", env);
+		cfg.spin_us = (unsigned int)v;
+	}
 	coffer__log_level = level;
 	return coffer__store_run(&cfg);
 }

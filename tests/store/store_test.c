@@ -678,12 +678,23 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "-d", "/tmp", "--hugepages=off", NULL},
 	};
 	static const char *const help[] = {"--help", NULL};
+	static const char *const spin_bad[] = {"abc", "-5", "2000000", "50us"};
+	/* valid arguments; the store would fail later (exit 1: no such directory) */
+	static const char *const later[] = {"-m", "1M", "-s", "/nonexistent/d/s.sock", NULL};
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_int_equal(rc_run_exit(cases[i]), 2);
 	assert_int_equal(rc_run_exit(help), 0);
+	/* the environment is a usage error too, found before anything starts */
+	for (i = 0; i < sizeof(spin_bad) / sizeof(spin_bad[0]); i++) {
+		assert_int_equal(setenv("COFFER_STORE_SPIN_US", spin_bad[i], 1), 0);
+		assert_int_equal(rc_run_exit(later), 2);
+	}
+	assert_int_equal(setenv("COFFER_STORE_SPIN_US", "20", 1), 0);
+	assert_int_equal(rc_run_exit(later), 1);
+	assert_int_equal(unsetenv("COFFER_STORE_SPIN_US"), 0);
 }
 
 static void test_startup_refusal(void **state)
