@@ -533,16 +533,23 @@ static int obj_simple(coffer_handle_t oh, uint16_t op, uint16_t flags, struct co
 	return obj_exec(connh, &d, 1, NULL, ev, NULL);
 }
 
-static int oid_simple(coffer_handle_t connh, const struct coffer_oid *oid, uint16_t op,
-		      enum coffer__out out, void *ptr, struct coffer_event *ev)
+/* One request @d on ObjectID @oid (copied; @d's .oid is set here). */
+static int oid_exec(coffer_handle_t connh, const struct coffer_oid *oid, struct coffer__reqd d,
+		    struct coffer_event *ev)
 {
 	struct coffer_oid copy;
-	struct coffer__reqd d = {.op = op, .oid = &copy, .out = out, .ptr = ptr};
 
 	if (!oid)
 		return -EINVAL;
 	copy = *oid;
+	d.oid = &copy;
 	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+}
+
+static int oid_simple(coffer_handle_t connh, const struct coffer_oid *oid, uint16_t op,
+		      enum coffer__out out, void *ptr, struct coffer_event *ev)
+{
+	return oid_exec(connh, oid, (struct coffer__reqd){.op = op, .out = out, .ptr = ptr}, ev);
 }
 
 /* ---- handles ------------------------------------------------------------------------ */
@@ -703,32 +710,25 @@ COFFER_API int coffer_obj_create_oid(coffer_handle_t connh, const struct coffer_
 				     uint64_t size, unsigned int flags, void **data,
 				     struct coffer_event *ev)
 {
-	struct coffer_oid copy;
-	struct coffer__reqd d = {.op = COFFER_OP_CREATE,
-				 .oid = &copy,
-				 .size = size,
-				 .out = COFFER__OUT_CREATE,
-				 .ptr = data};
-
-	if (!oid || !data || (flags & ~COFFER_CREATE_REPLACE))
+	if (!data || (flags & ~COFFER_CREATE_REPLACE))
 		return -EINVAL;
-	d.flags = (uint16_t)flags;
-	copy = *oid;
-	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+	return oid_exec(connh, oid,
+			(struct coffer__reqd){.op = COFFER_OP_CREATE,
+					      .flags = (uint16_t)flags,
+					      .size = size,
+					      .out = COFFER__OUT_CREATE,
+					      .ptr = data},
+			ev);
 }
 
 /* coffer_obj_seal_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_seal_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				   unsigned int flags, struct coffer_event *ev)
 {
-	struct coffer_oid copy;
-	struct coffer__reqd d = {.op = COFFER_OP_SEAL, .oid = &copy};
-
-	if (!oid || (flags & ~COFFER_SEAL_RELEASE))
+	if (flags & ~COFFER_SEAL_RELEASE)
 		return -EINVAL;
-	d.flags = (uint16_t)flags;
-	copy = *oid;
-	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+	return oid_exec(connh, oid,
+			(struct coffer__reqd){.op = COFFER_OP_SEAL, .flags = (uint16_t)flags}, ev);
 }
 
 /* coffer_obj_abort_oid(): see coffer/store.h. */
@@ -743,18 +743,15 @@ COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid
 				  int64_t timeout_us, const void **data, uint64_t *size,
 				  struct coffer_event *ev)
 {
-	struct coffer_oid copy;
-	struct coffer__reqd d = {.op = COFFER_OP_GET,
-				 .oid = &copy,
-				 .timeout_us = timeout_us,
-				 .out = COFFER__OUT_GET,
-				 .ptr = (void *)data,
-				 .size_out = size};
-
-	if (!oid || !data)
+	if (!data)
 		return -EINVAL;
-	copy = *oid;
-	return obj_exec(connh, &d, 1, NULL, ev, NULL);
+	return oid_exec(connh, oid,
+			(struct coffer__reqd){.op = COFFER_OP_GET,
+					      .timeout_us = timeout_us,
+					      .out = COFFER__OUT_GET,
+					      .ptr = (void *)data,
+					      .size_out = size},
+			ev);
 }
 
 /* coffer_obj_release_oid(): see coffer/store.h. */
