@@ -4,7 +4,7 @@
 # (a randrw job, then a crc32c verify job that must pass), print one summary table, stop the
 # store.
 #
-# Environment: COFFER_STORE_SIZE (default 1G), COFFER_FIO_RUNTIME (seconds, default 10),
+# Environment: COFFER_STORE_SIZE (default 1G), COFFER_FIO_RUNTIME (whole seconds, default 10),
 #              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1.
 set -uo pipefail
 
@@ -24,6 +24,12 @@ cd "$here"
 
 size=${COFFER_STORE_SIZE:-1G}
 runtime=${COFFER_FIO_RUNTIME:-10}
+case "$runtime" in
+'' | *[!0-9]* | 0)
+	echo "quickstart.sh: COFFER_FIO_RUNTIME='$runtime': want whole seconds, at least 1" >&2
+	exit 2
+	;;
+esac
 cores=$(nproc)
 threads=${COFFER_OBJ_OPEN_THREADS:-1,$cores}
 [ "$threads" = "1,1" ] && threads=1
@@ -161,9 +167,12 @@ for wl in open close open-close; do
 done
 [ -n "${R[obj_open_error]:-}" ] && printf '%-40s %s\n' "obj_open" "FAILED (see above)"
 if [ "$fio_ok" -eq 1 ]; then
+	echo "fio job: 4k random, 70% reads / 30% writes, iodepth 32, ${runtime} s (perf/fio/jobs/randrw.fio)"
 	printf '%-40s %s\n' "fio 4k randrw read IOPS" "${R[fio_read_iops]}"
 	printf '%-40s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
-	printf '%-40s %s\n' "fio I/Os issued at depth >= 16" "${R[fio_depth]}%"
+	# fio's "IO depths" histogram: the share of I/Os submitted while 16 or more were in
+	# flight; near 100% means the engine really keeps the queue full (not one at a time).
+	printf '%-40s %s\n' "fio I/Os submitted with >= 16 in flight" "${R[fio_depth]}%"
 fi
 [ -n "${R[fio_error]:-}" ] && printf '%-40s %s\n' "fio randrw" "FAILED (see above)"
 [ -n "${R[verify]:-}" ] && printf '%-40s %s\n' "fio verify=crc32c" "${R[verify]}"
