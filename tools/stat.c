@@ -16,9 +16,12 @@
 
 #include "runtime/proto_util.h"
 
-static const char usage[] = "usage: coffer-stat [-s SOCKET] [--json] [--help]\n"
-			    "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
-			    "  --json               one JSON object instead of a table\n";
+static const char usage[] =
+    "usage: coffer-stat [-s SOCKET] [--json] [--help]\n"
+    "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
+    "  --json               one JSON object instead of a table\n"
+    "'clients' counts coffer-stat's own connection; 'used' includes sealed,\n"
+    "unreferenced objects the store may evict (a cache, not a leak).\n";
 
 int main(int argc, char **argv)
 {
@@ -54,6 +57,10 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case ':':
+			fprintf(stderr, "coffer-stat: option '%s' needs an argument (try --help)\n",
+				argv[optind - 1]);
+			return 2;
 		default:
 			fprintf(stderr, "coffer-stat: bad option '%s' (try --help)\n",
 				argv[optind - 1]);

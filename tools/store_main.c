@@ -84,10 +84,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'm':
 			if (parse_size(optarg, &cfg.arena_bytes) != 0)
-				return bad(
-				    "bad -m SIZE '%s': want a positive number with an optional "
-				    "K/M/G/T suffix",
-				    optarg);
+				return bad("bad -m SIZE '%s': want 1 byte to 2^62-1 bytes, with an "
+					   "optional K/M/G/T suffix",
+					   optarg);
 			have_m = 1;
 			break;
 		case 's':

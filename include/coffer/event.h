@@ -92,7 +92,9 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags);
  * @wait_running: nonzero: return 0 at once when no event is running on the EQ (and none is
  *         waiting to be polled), instead of waiting for the timeout.
  * @timeout_us: 0: do not wait; < 0: wait until an event completes; > 0: wait at most this
- *         many microseconds. Waiting sleeps on the EQ's eventfd (ppoll), never spins.
+ *         many microseconds. Waiting first busy-polls the EQ's channels for up to
+ *         COFFER_POLL_SPIN_US (default 50), only while the store is awake on them, then
+ *         sleeps on the EQ's eventfd (ppoll).
  * @n: capacity of @events, >= 1.
  * @events: out: the completed events, oldest first; each is READY again, its result in
  *         ev_error. Each completion is returned exactly once, to exactly one poller (or to

@@ -187,7 +187,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    (coffer_eq_poll() or coffer_event_test(); outputs are written before that and must
  *    stay valid until then). A negative return means the event was NOT launched and
  *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: poll the EQ,
- *    then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised event).
+ *    then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised event, or a parent
+ *    event one of whose children is not launched yet).
  *  - Requests queued on an EQ's channel are published to the store as one batch when
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung

@@ -683,8 +683,14 @@ static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int ru
 			o->put_min);
 		return -E2BIG;
 	}
-	printf("# put: arena %s, sizes %" PRIu64 " .. %" PRIu64 " bytes\n",
-	       info.hugepages ? "hugepage-backed" : "on ordinary pages", o->put_min, max);
+	{
+		uint64_t last = o->put_min; /* the largest size the x4 steps reach */
+
+		while (last <= max / 4)
+			last *= 4;
+		printf("# put: arena %s, sizes %" PRIu64 " .. %" PRIu64 " bytes (x4 steps)\n",
+		       info.hugepages ? "hugepage-backed" : "on ordinary pages", o->put_min, last);
+	}
 	src = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		   -1, 0);
 	if (src == MAP_FAILED)
@@ -734,10 +740,11 @@ static void st_usage(FILE *f)
 	    "  --threads LIST  client threads (each with its own EQ and channel; default 1,2,4)\n"
 	    "  --batch LIST    requests in flight per thread (default 1,8,32,128; max %u)\n"
 	    "  --seconds S     per small-object result (default 1)\n"
-	    "  --obj-size B    small object size in bytes (default 64)\n"
+	    "  --obj-size B    small object size in bytes (default 64, at most 16777216)\n"
 	    "  --keys N        objects per thread (default 1024, at least the batch)\n"
 	    "  --workload W    any of create-seal, get-release, put (default all)\n"
-	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity)\n"
+	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity);\n"
+	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it\n"
 	    "  --put-bytes B   payload bytes per put size, sets the repetitions (default 2 GiB)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
 	    "                  seconds,ops,mops,gbps,status\n"
