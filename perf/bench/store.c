@@ -864,6 +864,28 @@ int coffer__bench_store_main(int argc, char **argv)
 		coffer_fini();
 		return ST_EXIT_NOSTORE;
 	}
+	if (o.do_cs || o.do_gr) {
+		/* Small-object sets must fit, or the store evicts them mid-run and the
+		 * verification fails for a reason the numbers do not show. */
+		struct coffer_store_info info;
+		unsigned int tmax = 0;
+		uint64_t need;
+
+		for (int i = 0; i < o.nthreads; i++)
+			tmax = o.threads[i] > tmax ? o.threads[i] : tmax;
+		need = (uint64_t)tmax * o.keys * ((o.obj_size + 63) / 64 * 64);
+		if (coffer_store_query(conn, &info) == 0 && need > info.capacity_bytes / 2) {
+			fprintf(stderr,
+				"coffer-bench store: %u threads x %" PRIu64 " keys x %" PRIu64
+				" bytes = %" PRIu64 " bytes of objects; the store holds %" PRIu64
+				" (half of it at most for this): lower --keys, --obj-size or "
+				"--threads, or start the store with a larger -m\n",
+				tmax, o.keys, o.obj_size, need, info.capacity_bytes);
+			coffer_disconnect(conn);
+			coffer_fini();
+			return BENCH_EXIT_USAGE;
+		}
+	}
 	if (o.csv)
 		st_csv_open(o.csv);
 	bench_print_machine(stdout);
