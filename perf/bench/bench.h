@@ -80,6 +80,8 @@ int bench_usage_error(const char *cmd, const char *what);
  * something at @path that is not a usable coffer-store (any other error, named).
  */
 void bench_connect_failed(const char *cmd, const char *path, int err);
+/* Appended to an -EINVAL from coffer_init() or coffer_connect(): the likely cause. */
+#define BENCH_ENV_HINT " (a COFFER_* environment variable out of its range? see README)"
 
 /* ---- the thread harness -------------------------------------------------------------- */
 

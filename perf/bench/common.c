@@ -399,5 +399,6 @@ void bench_connect_failed(const char *cmd, const char *path, int err)
 		coffer_strerror(err),
 		err == -EPROTOTYPE || err == -ETIMEDOUT || err == -EPROTO
 		    ? " (is another program listening there?)"
-		    : "");
+		: err == -EINVAL ? BENCH_ENV_HINT
+				 : "");
 }

@@ -166,6 +166,9 @@ struct cf_data {
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
+/* Appended to an -EINVAL from coffer_init() or coffer_connect(): the likely cause. */
+#define CF_ENV_HINT " (a COFFER_* environment variable out of its range? see README)"
+
 static const char *cf_strerror(int err)
 {
 	return coffer_strerror(err);
@@ -610,7 +613,8 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_init();
 	if (rc < 0) {
-		log_err("fio: coffer: runtime init failed: %s\n", cf_strerror(rc));
+		log_err("fio: coffer: runtime init failed: %s%s\n", cf_strerror(rc),
+			rc == -EINVAL ? CF_ENV_HINT : "");
 		td_verror(td, -rc, "coffer_init");
 		return 1;
 	}
@@ -618,8 +622,9 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_connect(path, &cd->conn);
 	if (rc < 0) {
-		log_err("fio: coffer: cannot connect to coffer-store at %s: %s\n",
-			path ? path : "its default socket", cf_strerror(rc));
+		log_err("fio: coffer: cannot connect to coffer-store at %s: %s%s\n",
+			path ? path : "its default socket", cf_strerror(rc),
+			rc == -EINVAL ? CF_ENV_HINT : "");
 		cd->conn = COFFER_HANDLE_NULL;
 		td_verror(td, -rc, "coffer_connect");
 		return 1;
