@@ -671,6 +671,29 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev)
 
 /* ---- operations by ObjectID ----------------------------------------------------------- */
 
+/*
+ * Queue the @n requests @d (n >= 1) as one bulk operation completing @ev: the shared state
+ * is allocated here and freed by the last reply, or here when nothing was launched.
+ */
+static int bulk_exec(coffer_handle_t connh, struct coffer__reqd *d, unsigned int n,
+		     struct coffer_event *ev)
+{
+	struct coffer__bulk *bulk = malloc(sizeof(*bulk));
+	bool launched;
+	int rc;
+
+	if (!bulk)
+		return -ENOMEM;
+	atomic_init(&bulk->remaining, n);
+	atomic_init(&bulk->error, 0);
+	bulk->ev = NULL;
+	rc = obj_exec(connh, d, n, bulk, ev, &launched);
+	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
+	if (!launched)
+		free(bulk);
+	return rc;
+}
+
 /* coffer_obj_get_bulk(): see coffer/store.h. */
 COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,
@@ -678,18 +701,9 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 {
 	struct coffer__reqd d[COFFER_GET_BULK_MAX];
 	struct coffer_oid copy[COFFER_GET_BULK_MAX];
-	struct coffer__bulk *bulk;
-	bool launched;
-	int rc;
 
 	if (!oids || !bufs || n < 1 || n > COFFER_GET_BULK_MAX)
 		return -EINVAL;
-	bulk = malloc(sizeof(*bulk));
-	if (!bulk)
-		return -ENOMEM;
-	atomic_init(&bulk->remaining, n);
-	atomic_init(&bulk->error, 0);
-	bulk->ev = NULL;
 	for (unsigned int i = 0; i < n; i++) {
 		copy[i] = oids[i];
 		d[i] = (struct coffer__reqd){.op = COFFER_OP_GET,
@@ -698,11 +712,7 @@ COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oi
 					     .out = COFFER__OUT_BULK,
 					     .buf = &bufs[i]};
 	}
-	rc = obj_exec(connh, d, n, bulk, ev, &launched);
-	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
-	if (!launched)
-		free(bulk);
-	return rc;
+	return bulk_exec(connh, d, n, ev);
 }
 
 /* coffer_obj_create_oid(): see coffer/store.h. */
@@ -767,28 +777,15 @@ COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct c
 {
 	struct coffer__reqd d[COFFER_GET_BULK_MAX];
 	struct coffer_oid copy[COFFER_GET_BULK_MAX];
-	struct coffer__bulk *bulk;
-	bool launched;
-	int rc;
 
 	if (!oids || n < 1 || n > COFFER_GET_BULK_MAX)
 		return -EINVAL;
-	bulk = malloc(sizeof(*bulk));
-	if (!bulk)
-		return -ENOMEM;
-	atomic_init(&bulk->remaining, n);
-	atomic_init(&bulk->error, 0);
-	bulk->ev = NULL;
 	for (unsigned int i = 0; i < n; i++) {
 		copy[i] = oids[i];
 		d[i] = (struct coffer__reqd){
 		    .op = COFFER_OP_RELEASE, .oid = &copy[i], .out = COFFER__OUT_BULK_NONE};
 	}
-	rc = obj_exec(connh, d, n, bulk, ev, &launched);
-	/* Not launched: nobody else has seen bulk. Launched: the last reply frees it. */
-	if (!launched)
-		free(bulk);
-	return rc;
+	return bulk_exec(connh, d, n, ev);
 }
 
 /* coffer_obj_delete(): see coffer/store.h. */
