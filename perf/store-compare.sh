@@ -49,10 +49,11 @@ command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
 }
 
 tmp=$(mktemp -d /tmp/coffer-store-compare.XXXXXX)
-store_pid=
+# shellcheck source=../tools/lib/store.sh
+. "$(dirname "$0")/../tools/lib/store.sh"
 redis_pid=
 cleanup() {
-	[ -n "$store_pid" ] && kill "$store_pid" 2>/dev/null && wait "$store_pid" 2>/dev/null || true
+	coffer_store_stop
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
 	rm -rf "$tmp"
 }
@@ -72,9 +73,8 @@ failed=0
 echo "impl,workload,depth,threads,value_bytes,ops_per_s,status" > "$tmp/rows.csv"
 
 # ---- coffer -----------------------------------------------------------------------------
-"$store_bin" -m 1G -s "$tmp/coffer.sock" -q 2>"$tmp/store.log" &
-store_pid=$!
-wait_socket "$tmp/coffer.sock" "$store_pid" || { cat "$tmp/store.log" >&2; exit 1; }
+coffer_store_start "$store_bin" "$tmp/coffer.sock" "$tmp/store.log" -m 1G -q ||
+	{ cat "$tmp/store.log" >&2; exit 1; }
 tl=$(echo $threads_list | tr ' ' ,)
 dl=$(echo $depths | tr ' ' ,)
 if ! "$bench_bin" store --socket "$tmp/coffer.sock" --workload create-seal,get-release \
@@ -83,7 +83,7 @@ if ! "$bench_bin" store --socket "$tmp/coffer.sock" --workload create-seal,get-r
 	failed=1
 fi
 cat "$tmp/coffer.out" >&2
-kill "$store_pid"; wait "$store_pid" 2>/dev/null || true; store_pid=
+coffer_store_stop
 # bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status
 awk -F, 'NR > 1 { w = ($3 == "create-seal") ? "put" : "get";
 	printf "coffer,%s,%s,%s,%s,%.0f,%s\n", w, $4, $5, $6, $9 * 1e6, $11 }' \

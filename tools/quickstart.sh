@@ -61,12 +61,10 @@ jobs_dir=perf/fio/jobs
 
 work=$(mktemp -d /tmp/coffer-quickstart.XXXXXX)
 sock=$work/coffer.sock
-store_pid=""
+# shellcheck source=lib/store.sh
+. "$here/tools/lib/store.sh"
 cleanup() {
-	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
-		kill -TERM "$store_pid" 2>/dev/null
-		wait "$store_pid" 2>/dev/null
-	fi
+	coffer_store_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -81,14 +79,7 @@ missing=()
 if [ ! -x "$store_bin" ]; then
 	die "coffer-store is not built ($store_bin missing)"
 fi
-"$store_bin" -m "$size" -s "$sock" 2>"$work/store.log" &
-store_pid=$!
-for _ in $(seq 1 200); do
-	[ -S "$sock" ] && break
-	kill -0 "$store_pid" 2>/dev/null || break
-	sleep 0.05
-done
-[ -S "$sock" ] || {
+coffer_store_start "$store_bin" "$sock" "$work/store.log" -m "$size" || {
 	cat "$work/store.log" >&2
 	die "coffer-store did not start"
 }

@@ -76,15 +76,13 @@ work=$(mktemp -d /tmp/coffer-soak.XXXXXX)
 sock=$work/s.sock
 # fio writes its verify state files (NAME-N-verify.state) into the current directory
 cd "$work" || exit 1
-store_pid=""
+# shellcheck source=lib/store.sh
+. "$here/tools/lib/store.sh"
 killer_pid=""
 cleanup() {
 	[ -n "$killer_pid" ] && kill "$killer_pid" 2>/dev/null && wait "$killer_pid" 2>/dev/null
 	[ -s "$work/victim.pid" ] && kill_victim "$(cat "$work/victim.pid")"
-	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
-		kill -TERM "$store_pid"
-		wait "$store_pid" 2>/dev/null
-	fi
+	coffer_store_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -110,14 +108,7 @@ stat_json() {
 }
 
 # ---- the store
-"$store_bin" -m "$mem" -s "$sock" 2>"$work/store.log" &
-store_pid=$!
-for _ in $(seq 1 400); do
-	grep -q "coffer-store: ready" "$work/store.log" 2>/dev/null && break
-	kill -0 "$store_pid" 2>/dev/null || break
-	sleep 0.05
-done
-grep -q "coffer-store: ready" "$work/store.log" || {
+coffer_store_start "$store_bin" "$sock" "$work/store.log" -m "$mem" || {
 	cat "$work/store.log"
 	echo "soak.sh: coffer-store did not start"
 	exit 1

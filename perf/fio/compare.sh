@@ -123,16 +123,10 @@ fi
 work=$(mktemp -d /tmp/coffer-compare.XXXXXX)
 shm=$(mktemp -d /dev/shm/coffer-compare.XXXXXX)
 sock=$work/store.sock
-store_pid=""
-stop_store() {
-	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
-		kill -TERM "$store_pid" 2>/dev/null
-		wait "$store_pid" 2>/dev/null
-	fi
-	store_pid=""
-}
+# shellcheck source=../../tools/lib/store.sh
+. "$here/tools/lib/store.sh"
 cleanup() {
-	stop_store
+	coffer_store_stop
 	rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
@@ -140,14 +134,7 @@ trap 'exit 130' INT TERM
 
 # start_store SIZE
 start_store() {
-	rm -f "$sock"
-	"$store_bin" -m "$1" -s "$sock" 2>"$work/store.log" &
-	store_pid=$!
-	for _ in $(seq 1 400); do
-		[ -S "$sock" ] && return 0
-		kill -0 "$store_pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	coffer_store_start "$store_bin" "$sock" "$work/store.log" -m "$1" && return 0
 	cat "$work/store.log" >&2
 	die "coffer-store did not start (-m $1)"
 }
@@ -220,7 +207,7 @@ echo "compare.sh: 4k random, size $size per job, ${runtime}s per run; engines ${
 echo "compare.sh: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for nj in "${numjobs_arr[@]}"; do
 	if [ -n "$store_bin" ]; then
-		stop_store
+		coffer_store_stop
 		start_store "$(store_size_for "$nj")"
 		echo "compare.sh: numjobs=$nj: coffer-store -m $(store_size_for "$nj") (pid $store_pid): $(grep -o 'arena.*' "$work/store.log" | head -1)"
 		coffer_prepass "$nj"
@@ -232,7 +219,7 @@ for nj in "${numjobs_arr[@]}"; do
 	done
 	rm -f "$shm"/cmp.* # tmpfs files of this numjobs
 done
-stop_store
+coffer_store_stop
 
 mkdir -p "$(dirname "$csv")"
 cp "$work/results.csv" "$csv"

@@ -50,16 +50,10 @@ command -v jq >/dev/null || skip "jq is not installed (tools/setup.sh installs i
 
 work=$(mktemp -d /tmp/coffer-fio-test.XXXXXX)
 sock=$work/store.sock
-store_pid=""
-stop_store() {
-	if [ -n "$store_pid" ] && kill -0 "$store_pid" 2>/dev/null; then
-		kill -TERM "$store_pid" 2>/dev/null
-		wait "$store_pid" 2>/dev/null
-	fi
-	store_pid=""
-}
+# shellcheck source=../../tools/lib/store.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/lib/store.sh"
 cleanup() {
-	stop_store
+	coffer_store_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -68,13 +62,7 @@ cd "$work" || exit 1
 
 start_store() {
 	[ -n "$store_bin" ] && [ -x "$store_bin" ] || skip "coffer-store is not built"
-	"$store_bin" -m "${1:-512M}" -s "$sock" 2>"$work/store.log" &
-	store_pid=$!
-	for _ in $(seq 1 200); do
-		[ -S "$sock" ] && return 0
-		kill -0 "$store_pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	coffer_store_start "$store_bin" "$sock" "$work/store.log" -m "${1:-512M}" && return 0
 	cat "$work/store.log" >&2
 	fail "coffer-store did not start"
 }
@@ -145,7 +133,7 @@ run_verify() {
 	# every written block must have been read back (that is what verify checks)
 	[ "$written" -eq $((2 * 64 << 20)) ] || fail "wrote $written bytes, expected $((2 * 64 << 20))"
 	[ "$read" -eq "$written" ] || fail "verified $read of $written bytes"
-	stop_store
+	coffer_store_stop
 	say "verify=crc32c passed: 2 jobs wrote and read back $((written >> 20)) MiB"
 }
 
@@ -161,7 +149,7 @@ case_store_down() {
 	local rc
 	# a socket path where nothing listens (a store that was stopped)
 	start_store 64M
-	stop_store
+	coffer_store_stop
 	fio_engine --coffer_socket="$sock" --name=down --rw=randread --bs=4k --size=1m \
 		--iodepth=4 --numjobs=2 >"$work/down.log" 2>&1
 	rc=$?
