@@ -276,12 +276,8 @@ COFFER_API int coffer_hhash_delete_handle(struct coffer_hhash *hh, coffer_handle
 		return -EINVAL;
 	if ((h.cookie & HTYPE_MASK) != (uint64_t)type)
 		return -EINVAL;
-	/* The whole cookie is compared, type bits included; the direct walk reads hl_cookie
-	 * (just before hl_node) without hh_key_cmp's indirect call per record. */
-	return coffer__htab_delete_u64(hh->hh_tab, cookie_hash(h.cookie),
-				       (ptrdiff_t)offsetof(struct coffer_hlink, hl_cookie) -
-					   (ptrdiff_t)offsetof(struct coffer_hlink, hl_node),
-				       h.cookie);
+	/* hh_key_cmp compares the whole cookie, type bits included. */
+	return coffer_htab_delete(hh->hh_tab, &h.cookie, sizeof(h.cookie));
 }
 
 COFFER_API uint64_t coffer_hhash_count(struct coffer_hhash *hh)

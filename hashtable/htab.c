@@ -648,33 +648,6 @@ COFFER_API int coffer_htab_delete(struct coffer_htab *tab, const void *key, size
 	return 0;
 }
 
-int coffer__htab_delete_u64(struct coffer_htab *tab, uint64_t hash, ptrdiff_t key_off, uint64_t key)
-{
-	uint32_t b = coffer__htab_bucket(tab, hash);
-	struct coffer__htab_stripe *s = stripe_of(tab, b);
-	struct coffer_hnode **pp = &tab->ht_buckets[b], *n;
-
-	stripe_lock(s);
-	/* Relaxed loads: every writer of this chain holds the lock we hold; keys of linked
-	 * records are immutable (I5) and were written before they were linked. */
-	while ((n = __atomic_load_n(pp, __ATOMIC_RELAXED)) != NULL) {
-		uint64_t k;
-
-		memcpy(&k, (const char *)n + key_off, sizeof(k));
-		if (k == key)
-			break;
-		pp = &n->hn_next;
-	}
-	if (!n) {
-		stripe_unlock(s);
-		return -ENOENT;
-	}
-	unlink_locked(s, pp);
-	stripe_unlock(s);
-	ref_put(tab, n, tab->ht_hooks); /* the table's reference (I2) */
-	return 0;
-}
-
 COFFER_API int coffer_htab_delete_node(struct coffer_htab *tab, struct coffer_hnode *node)
 {
 	struct coffer__htab_stripe *s;

@@ -8,7 +8,6 @@
 #define COFFER_HTAB_INTERNAL_H
 
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include <coffer/hash.h>
@@ -101,13 +100,6 @@ static inline bool coffer__hnode_get_unless_zero(struct coffer_hnode *n)
 /* Insert a record whose key is unique by construction (hhash cookies): no duplicate walk.
  * Return: 0, -EINVAL (@node already linked). */
 int coffer__htab_insert_unique(struct coffer_htab *tab, uint64_t hash, struct coffer_hnode *node);
-
-/* Delete the record of bucket hash @hash whose 64-bit key, stored @key_off bytes from its node
- * (negative: before it), equals @key: coffer_htab_delete() without the two indirect calls
- * (hop_key_hash, hop_key_cmp per chain record), for hhash's close path. Keys must be unique
- * among linked records. Return: 0, -ENOENT. Context: as coffer_htab_delete(). */
-int coffer__htab_delete_u64(struct coffer_htab *tab, uint64_t hash, ptrdiff_t key_off,
-			    uint64_t key);
 
 /* Drop one reference without the optional hooks (hhash has none). */
 void coffer__htab_put(struct coffer_htab *tab, struct coffer_hnode *node);

@@ -238,7 +238,7 @@ static void test_cookie_mixing(void **state)
 	assert_int_equal(frees_now(), 1024);
 }
 
-/* delete_handle walks a chain to its record (close path, coffer__htab_delete_u64): with 2
+/* delete_handle walks a chain to its record (the close path): with 2
  * buckets every chain is long, and deleting oldest-first finds each record at a chain's tail,
  * newest-first at its head, alternately in the middle. Only the named record goes; a handle of
  * the wrong type or already deleted is refused; the others still resolve. */
