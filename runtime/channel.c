@@ -528,7 +528,7 @@ static void spin_once(void)
 	uint64_t us = CHAN_SPIN_US_DEFAULT;
 
 	/* checked by coffer_connect(), which fails on a bad value: no channel without it */
-	(void)coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, &us);
+	(void)coffer__env_poll_spin_us(&us);
 	g_spin_ns = us * 1000ull;
 }
 

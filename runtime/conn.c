@@ -130,7 +130,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	}
 	/* Fill the page tables now (the store prefaulted the memory itself): the first
 	 * touch of each page would otherwise be paid inside a timed put. */
-	(void)coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, &populate); /* checked at connect */
+	(void)coffer__env_map_populate(&populate); /* checked at connect */
 	if (populate)
 		flags |= MAP_POPULATE;
 	s = calloc(1, sizeof(*s));
@@ -378,7 +378,7 @@ static void conn_free(struct coffer_hlink *link)
 /*
  * The connection's environment overrides, all checked here so that a bad value fails
  * coffer_connect() with -EINVAL: COFFER_BATCH (1..COFFER_RING_ENTRIES_MAX), COFFER_MAP_POPULATE
- * (0 or 1; read again by seg_map()) and COFFER_POLL_SPIN_US (0..1 s; read once per process by
+ * (0 or 1; read again by seg_get()) and COFFER_POLL_SPIN_US (0..1 s; read once per process by
  * the channel's pollers).
  */
 static int conn_read_env(struct coffer__conn *conn)
@@ -386,8 +386,7 @@ static int conn_read_env(struct coffer__conn *conn)
 	uint64_t batch = CONN_BATCH_DEFAULT, populate = 1, spin_us = 0;
 
 	if (coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, &batch) ||
-	    coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, &populate) ||
-	    coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, &spin_us))
+	    coffer__env_map_populate(&populate) || coffer__env_poll_spin_us(&spin_us))
 		return -EINVAL;
 	conn->batch = (uint32_t)batch;
 	return 0;

@@ -18,4 +18,16 @@
  */
 int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
 
+/* The variables read in more than one place, each with its one range (coffer_connect()
+ * checks them; later readers take the value, or @out's default if it changed since). */
+static inline int coffer__env_poll_spin_us(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, out);
+}
+
+static inline int coffer__env_map_populate(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, out);
+}
+
 #endif /* COFFER_RUNTIME_ENV_H */
