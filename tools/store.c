@@ -377,12 +377,11 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 static void note_create(struct store *st, const struct coffer_req *req,
 			const struct coffer_rep *rep)
 {
-	uint64_t us, until;
+	uint64_t us = req->size / STORE_COPY_BYTES_PER_US, until;
 
 	if (req->op != COFFER_OP_CREATE || rep->status != 0 || st->cfg->spin_us == 0 ||
-	    req->size / STORE_COPY_BYTES_PER_US <= st->cfg->spin_us)
+	    us <= st->cfg->spin_us)
 		return;
-	us = req->size / STORE_COPY_BYTES_PER_US;
 	if (us > STORE_COPY_SPIN_US)
 		us = STORE_COPY_SPIN_US;
 	until = coffer__now_us() + us;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/env.h"
 #include "runtime/proto_util.h"
 #include "tools/log.h"
 #include "tools/shm.h"
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
 	struct coffer__store_cfg cfg = {
 	    .hugepages = COFFER_HP_AUTO, .socket_mode = 0600, .spin_us = 50, .budget = 64};
 	static char defpath[108];
-	const char *env;
+	uint64_t spin_us;
 	int c, level = COFFER_LOG_NOTICE, have_m = 0;
 
 	opterr = 0;
@@ -146,17 +147,11 @@ int main(int argc, char **argv)
 			return bad("%s", "default socket path too long; give -s SOCKET");
 		cfg.socket_path = defpath;
 	}
-	env = getenv("COFFER_STORE_SPIN_US");
-	if (env != NULL && env[0] != '\0') {
-		char *end;
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(env, &end, 10);
-		if (env[0] < '0' || env[0] > '9' || *end != '\0' || errno != 0 || v > 1000000)
-			return bad("COFFER_STORE_SPIN_US='%s': want microseconds, 0..1000000", env);
-		cfg.spin_us = (unsigned int)v;
-	}
+	spin_us = cfg.spin_us;
+	if (coffer__env_u64("COFFER_STORE_SPIN_US", 0, 1000000, &spin_us) != 0)
+		return bad("COFFER_STORE_SPIN_US='%s': want microseconds, 0..1000000",
+			   getenv("COFFER_STORE_SPIN_US"));
+	cfg.spin_us = (unsigned int)spin_us;
 	coffer__log_level = level;
 	return coffer__store_run(&cfg);
 }
