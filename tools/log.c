@@ -7,21 +7,20 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "tools/objtab.h"
+
 #include "tools/log.h"
 
 int coffer__log_level = COFFER_LOG_NOTICE;
 
-void coffer__log(int level, const char *fmt, ...)
+__attribute__((format(printf, 2, 0))) static void log_line(int level, const char *fmt, va_list ap)
 {
 	static const char tag[] = "EWNID";
 	char msg[512];
 	struct timespec ts;
 	struct tm tm;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "coffer-store %02d:%02d:%02d.%03ld %c %s\n", tm.tm_hour, tm.tm_min,
@@ -30,4 +29,45 @@ void coffer__log(int level, const char *fmt, ...)
 		    : level > 4 ? 4
 				: level],
 		msg);
+}
+
+void coffer__log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
+}
+
+long coffer__log_rl_check(struct coffer__log_rl *rl, uint64_t now_us)
+{
+	long dropped;
+
+	if (rl->printed == 0 || now_us - rl->window_start_us >= COFFER_LOG_RL_WINDOW_US) {
+		rl->window_start_us = now_us;
+		rl->printed = 0;
+	}
+	if (rl->printed >= COFFER_LOG_RL_BURST) {
+		rl->suppressed++;
+		return -1;
+	}
+	rl->printed++;
+	dropped = (long)rl->suppressed;
+	rl->suppressed = 0;
+	return dropped;
+}
+
+void coffer__log_rl(struct coffer__log_rl *rl, int level, const char *fmt, ...)
+{
+	long dropped = coffer__log_rl_check(rl, coffer__now_us());
+	va_list ap;
+
+	if (dropped < 0)
+		return;
+	if (dropped > 0)
+		coffer__log(level, "(%ld similar messages suppressed)", dropped);
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
 }

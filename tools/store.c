@@ -272,7 +272,7 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 	vsnprintf(e.message, sizeof(e.message), fmt, ap);
 	va_end(ap);
 	if (fatal) {
-		COFFER_LOG(COFFER_LOG_WARN, "client pid %d: %s", (int)s->pid, e.message);
+		COFFER_LOG_RL(COFFER_LOG_WARN, "client pid %d: %s", (int)s->pid, e.message);
 		/* Best effort, never queued: the client is closed right after. */
 		if (!s->doomed)
 			send_error_now(s->fd, status, e.message);
@@ -890,8 +890,8 @@ static void do_accept(struct store *st)
 						close(fd);
 					}
 					st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-					COFFER_LOG(COFFER_LOG_WARN,
-						   "out of file descriptors: refused a client");
+					COFFER_LOG_RL(COFFER_LOG_WARN,
+						      "out of file descriptors: refused a client");
 					if (fd >= 0)
 						continue;
 				}
@@ -905,9 +905,9 @@ static void do_accept(struct store *st)
 			return;
 		}
 		if (!peer_allowed(st, fd, &uc)) {
-			COFFER_LOG(COFFER_LOG_WARN,
-				   "refused client pid %d uid %u: not the store's user",
-				   (int)uc.pid, (unsigned int)uc.uid);
+			COFFER_LOG_RL(COFFER_LOG_WARN,
+				      "refused client pid %d uid %u: not the store's user",
+				      (int)uc.pid, (unsigned int)uc.uid);
 			send_error_now(fd, -EACCES, "not the store's user (see --socket-mode)");
 			close(fd);
 			continue;

@@ -37,7 +37,9 @@ static const char usage[] =
     "Prints 'coffer-store: ready ...' on stderr when it accepts clients; stops cleanly on\n"
     "SIGTERM, SIGINT or SIGHUP (removes the socket). Exit status: 0 clean stop, 1 start-up "
     "failure,\n"
-    "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n";
+    "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n"
+    "Warnings that clients can provoke (refused connects, protocol violations) are logged at\n"
+    "most 10 per 5 s of each kind; the next line logged says how many were dropped.\n";
 
 static int bad(const char *fmt, const char *arg)
 {

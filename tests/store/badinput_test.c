@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "tests/store/rawclient.h"
+#include "tools/log.h"
 
 static int rounds = 300;
 
@@ -30,9 +32,8 @@ struct fx {
 	int fds0;
 };
 
-static int setup(void **state)
+static int setup_args(void **state, const char *const *args)
 {
-	static const char *const args[] = {"-m", "8M", "--hugepages=off", NULL};
 	struct fx *f = calloc(1, sizeof(*f));
 
 	if (f == NULL || rc_store_start(&f->st, args) != 0)
@@ -42,6 +43,21 @@ static int setup(void **state)
 	f->fds0 = rc_count_fds(f->st.pid);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	static const char *const args[] = {"-m", "8M", "--hugepages=off", NULL};
+
+	return setup_args(state, args);
+}
+
+/* -v: the store logs its warnings (rc_store_start's -q would hide them) */
+static int setup_verbose(void **state)
+{
+	static const char *const args[] = {"-m", "8M", "--hugepages=off", "-v", NULL};
+
+	return setup_args(state, args);
 }
 
 static void good_client_works(struct fx *f)
@@ -326,6 +342,43 @@ static void test_random_ring_entries(void **state)
 	good_client_works(f);
 }
 
+/*
+ * A client that keeps violating the protocol cannot flood the store's log: the WARN line per
+ * violation is rate limited per call site (tools/log.h), and the store keeps answering.
+ */
+static void test_violation_log_rate_limited(void **state)
+{
+	struct fx *f = *state;
+	unsigned char buf[sizeof(struct coffer_msg_hdr)];
+	struct coffer_msg_hdr h;
+	char path[128], line[600];
+	unsigned int warned = 0;
+	struct timespec t0, t1;
+	FILE *log;
+
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 3 * COFFER_LOG_RL_BURST; i++)
+		expect_fatal(f, 0, buf, 8, NULL, 0, -EPROTO); /* truncated header */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	snprintf(path, sizeof(path), "%s/store.log", f->st.dir);
+	log = fopen(path, "r");
+	assert_non_null(log);
+	while (fgets(line, sizeof(line), log) != NULL)
+		if (strstr(line, " W client pid ") != NULL)
+			warned++;
+	fclose(log);
+	/* one burst per started window; normally all 30 fall in the first one */
+	if (t1.tv_sec - t0.tv_sec < 4)
+		assert_int_equal(warned, COFFER_LOG_RL_BURST);
+	else
+		assert_true(warned >= 1 &&
+			    warned <= COFFER_LOG_RL_BURST *
+					  (2 + (unsigned int)(t1.tv_sec - t0.tv_sec) /
+						   (COFFER_LOG_RL_WINDOW_US / 1000000u)));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +386,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_nonfatal_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random_ring_entries, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_violation_log_rate_limited, setup_verbose,
+					    teardown),
 	};
 
 	if (argc > 1)
