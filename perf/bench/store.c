@@ -503,6 +503,20 @@ static bool st_put_check(const uint8_t *p, uint64_t got, uint64_t size, const ui
 	       memcmp(p + size - n, src + size - n, n - 8) == 0;
 }
 
+static int st_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @n > 0 samples (sorts @v). */
+static double st_median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), st_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Waits for @ev on @eq; other completions on @eq are ours too and are checked. */
 static int st_put_wait(coffer_handle_t eq, struct coffer_event *ev, struct coffer_event *other,
 		       bool *other_pending)
@@ -846,6 +860,7 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 	struct coffer_oid oid;
 	coffer_handle_t oh;
 	double t_store = 0, t_memcpy = 0, t_pipe = 0, t_stream = 0, t_warm = 0;
+	double *per_put = calloc(2 * (size_t)reps, sizeof(double)), *per_copy = per_put + reps;
 	double t_create = 0, t_copy = 0;
 	uint8_t *dst;
 	bool ok = true;
@@ -853,9 +868,13 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 	int rc;
 
 	st_oid(&oid, run_id, 0xffff, size);
+	if (!per_put)
+		return -ENOMEM;
 	rc = coffer_obj_open(conn, &oid, 0, &oh);
-	if (rc < 0)
+	if (rc < 0) {
+		free(per_put);
 		return rc;
+	}
 	for (unsigned int r = 0; r <= reps && ok; r++) { /* r == 0: the warm-up */
 		const void *rd;
 		uint64_t got, t0, tc, tm, t1;
@@ -874,6 +893,7 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 			t_warm = st_secs(t0, t1);
 		} else {
 			t_store += st_secs(t0, t1);
+			per_put[r - 1] = st_secs(t0, t1);
 			t_create += st_secs(t0, tc);
 			t_copy += st_secs(tc, tm);
 		}
@@ -910,14 +930,17 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 	/* the baseline, in the same run: memcpy into a prefaulted private buffer */
 	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		   -1, 0);
-	if (dst == MAP_FAILED)
+	if (dst == MAP_FAILED) {
+		free(per_put);
 		return -ENOMEM;
+	}
 	memset(dst, 1, size);
 	for (unsigned int r = 0; r < reps; r++) {
 		uint64_t t0 = bench_now_ns();
 
 		memcpy(dst, src, size);
-		t_memcpy += st_secs(t0, bench_now_ns());
+		per_copy[r] = st_secs(t0, bench_now_ns());
+		t_memcpy += per_copy[r];
 	}
 	rc = memcmp(dst + size - 4096, src + size - 4096, 4096) == 0 ? 0 : -EIO;
 	munmap(dst, size);
@@ -931,7 +954,18 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 		if (t_stream > 0)
 			printf(", %.1f%% (stream)", 100.0 * t_memcpy / t_stream);
 		printf("\n");
+		/* Medians: the steady state, without the preemptions a shared machine adds to
+		 * a few puts or copies (beside the ratio of totals above, not instead of it). */
+		{
+			double mp = st_median(per_put, reps), mc = st_median(per_copy, reps);
+
+			printf("# put size=%" PRIu64
+			       " batch 1 medians: put %.2f us, memcpy %.2f us:"
+			       " %.1f%%\n",
+			       size, mp * 1e6, mc * 1e6, 100.0 * mc / mp);
+		}
 	}
+	free(per_put);
 	return ok && rc == 0 ? 0 : -EIO;
 }
 
