@@ -16,9 +16,15 @@
  *    by the store's capacity), in GB/s of payload, each size followed at once by the same
  *    memcpy into a prefaulted private buffer (impl "memcpy"): the ratio is taken in one run.
  * B is the batch size (requests in flight per thread); B = 1 is one round trip per call.
- * Large puts are measured at batch 1 (create, copy, seal, each waited for) and, when two
- * objects fit, at batch 2 (the seal of one object and the create of the next travel in one
- * batch).
+ * Large puts are measured at batch 1 (create, copy, seal, each waited for), when two
+ * objects fit at batch 2 (the seal of one object and the create of the next travel in one
+ * batch), and when three fit as a stream (workload put-stream, batch 3: the create of
+ * object i+1 is in flight while object i is copied; see st_put_stream()). Each mode first
+ * puts untimed (batch 1: one put; the others: two, on their new EQ), as the baseline's
+ * buffer is prefaulted and written untimed: the first request of a thread or an EQ sets
+ * up its channel (about 1 ms here), and the store may have gone to sleep during the
+ * previous baseline. The time of that warm-up put and where a batch-1 put's time goes
+ * (create, copy, seal) are printed as '#' lines.
  *
  * Verification: every completion's status must be 0, every get must return the size and
  * content written, every request must complete exactly once (a completion of a slot that
@@ -117,7 +123,7 @@ static void st_report(const char *impl, const char *workload, unsigned int batch
 	double gbps = seconds > 0 ? (double)ops * (double)size / seconds / 1e9 : 0.0;
 	const char *status = !ok ? "FAIL" : threads > bench_cores() ? "oversub" : "ok";
 
-	if (strcmp(workload, "put") == 0)
+	if (strncmp(workload, "put", 3) == 0)
 		printf("store %-7s %-12s batch=%-3u size=%-11" PRIu64 " %8.3f GB/s  (%" PRIu64
 		       " puts in %.3f s) %s%s%s\n",
 		       impl, workload, batch, size, gbps, ops, seconds, status, note ? " " : "",
@@ -486,11 +492,31 @@ static double st_secs(uint64_t a, uint64_t b)
 	return (double)(b - a) / 1e9;
 }
 
-/*
- * One size: @reps puts of @size bytes through the store (create, memcpy from @src, seal with
- * release), each object deleted untimed before the next; then @reps memcpys of the same
- * source into a prefaulted private buffer. Both verified by sampling the destination.
- */
+/* True when the @size-byte object at @p holds @src with @key stamped at both ends (its
+ * first and last 4 KiB are compared: a sample, so that verifying costs little beside the copy). */
+static bool st_put_check(const uint8_t *p, uint64_t got, uint64_t size, const uint8_t *src,
+			 uint64_t key)
+{
+	uint64_t n = size < 4096 ? size : 4096;
+
+	return got == size && st_check(p, size, key) && memcmp(p + 8, src + 8, n - 8) == 0 &&
+	       memcmp(p + size - n, src + size - n, n - 8) == 0;
+}
+
+static int st_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @n > 0 samples (sorts @v). */
+static double st_median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), st_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Waits for @ev on @eq; other completions on @eq are ours too and are checked. */
 static int st_put_wait(coffer_handle_t eq, struct coffer_event *ev, struct coffer_event *other,
 		       bool *other_pending)
@@ -521,28 +547,27 @@ static int st_put_wait(coffer_handle_t eq, struct coffer_event *ev, struct coffe
  * Puts with the seal of object i and the create of object i+1 in one batch (batch 2): the
  * seal's round trip overlaps the next create's. Uses COFFER_CREATE_REPLACE on one ID, so
  * the store briefly holds two objects of @size. Timed from the first create to the last
- * seal's completion; the last object is verified afterwards (untimed).
+ * seal's completion; the last object is verified afterwards (untimed). @eq has served a
+ * warm-up run already when the result is kept (its channel is set up on first use).
  */
-static int st_put_pipelined(coffer_handle_t conn, uint64_t size, unsigned int reps,
-			    const uint8_t *src, unsigned int run_id, double *secs)
+static int st_put_pipelined(coffer_handle_t conn, coffer_handle_t eq, uint64_t size,
+			    unsigned int reps, const uint8_t *src, unsigned int run_id,
+			    double *secs, double *copy_secs)
 {
 	struct coffer_event evc, evs;
 	struct coffer_oid oid;
-	coffer_handle_t oh, eq;
+	coffer_handle_t oh;
 	bool seal_pending = false;
 	uint64_t t0, t1, got = 0;
 	const void *rd;
-	char why[160] = "";
 	int rc;
 
 	st_oid(&oid, run_id, 0xfffe, size);
-	rc = coffer_eq_create(&eq);
-	if (rc < 0)
+	if ((rc = coffer_event_init(&evc, eq, NULL)) < 0)
 		return rc;
-	if ((rc = coffer_event_init(&evc, eq, NULL)) < 0 ||
-	    (rc = coffer_event_init(&evs, eq, NULL)) < 0 ||
+	if ((rc = coffer_event_init(&evs, eq, NULL)) < 0 ||
 	    (rc = coffer_obj_open(conn, &oid, 0, &oh)) < 0) {
-		coffer_eq_destroy(eq, COFFER_EQ_FORCE);
+		coffer_event_fini(&evc);
 		return rc;
 	}
 	t0 = bench_now_ns();
@@ -555,8 +580,11 @@ static int st_put_pipelined(coffer_handle_t conn, uint64_t size, unsigned int re
 		if (rc == 0 && seal_pending)
 			rc = st_put_wait(eq, &evs, &evc, &(bool){false});
 		if (rc == 0) {
+			uint64_t tc = bench_now_ns();
+
 			seal_pending = false;
 			memcpy(wr, src, size);
+			*copy_secs += st_secs(tc, bench_now_ns());
 			rc = coffer_obj_seal(oh, COFFER_SEAL_RELEASE, &evs);
 			seal_pending = rc == 0;
 		}
@@ -577,47 +605,300 @@ static int st_put_pipelined(coffer_handle_t conn, uint64_t size, unsigned int re
 		if (rc == 0)
 			rc = coffer_obj_release(oh, NULL);
 	}
-	if (rc < 0)
-		snprintf(why, sizeof(why), "%s", coffer_strerror(rc));
 	coffer_obj_delete(conn, &oid, NULL);
 	coffer_obj_close(oh);
 	coffer_event_fini(&evc);
 	coffer_event_fini(&evs);
-	coffer_eq_destroy(eq, COFFER_EQ_FORCE);
 	*secs = st_secs(t0, t1);
-	st_report("coffer", "put", 2, 1, size, *secs, rc == 0 ? reps : 0, rc == 0,
-		  why[0] ? why : NULL);
 	return rc;
 }
 
+/*
+ * Streamed puts (double buffering, as an application that writes a stream of objects would):
+ * the create of object i+1 is in flight while object i is copied, and the seal of object i
+ * travels with the release and delete of object i-1, so no request's round trip is waited
+ * for on the critical path. Every object is still created, written (the payload plus its
+ * key at both ends), sealed, read back with a get and checked (the get of object i is
+ * answered while object i+1 is copied), released and deleted, all inside the timed span:
+ * from the first create to the completion of the last seal. Objects use three IDs in turn
+ * (i-1 being verified, i being copied, i+1 created), so the store holds at most three of
+ * @size; the block freed by deleting object i-2 is the one the create of object i+1 gets.
+ */
+#define ST_STREAM_SLOTS 3u
+
+struct st_pev {
+	struct coffer_event ev; /* first: a completion maps back to its st_pev */
+	bool pending;
+};
+
+struct st_stream_slot {
+	coffer_handle_t oh;
+	struct coffer_oid oid;
+	struct st_pev create, seal, get, release, del;
+	void *wr;
+	const void *rd;
+	uint64_t got;
+};
+
+/* Takes completions from @eq until @want (NULL: none) is done; @block 0 takes only what is
+ * there (and publishes what was queued: the poll drives the channel). Each completion must
+ * be of an event in @sl that is in flight (-EPROTO otherwise) and succeed. */
+static int st_stream_reap(coffer_handle_t eq, struct st_stream_slot *sl, struct st_pev *want,
+			  bool block)
+{
+	do {
+		struct coffer_event *done[16];
+		int n = coffer_eq_poll(eq, 1, block ? -1 : 0, 16, done);
+
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			struct st_pev *p = (struct st_pev *)(void *)done[i];
+			bool ours = false;
+
+			for (unsigned int k = 0; k < ST_STREAM_SLOTS; k++)
+				ours |= (void *)p >= (void *)&sl[k].create &&
+					(void *)p <= (void *)&sl[k].del;
+			if (!ours || !p->pending)
+				return -EPROTO; /* not ours, or completed twice */
+			p->pending = false;
+			if (p->ev.ev_error)
+				return p->ev.ev_error;
+		}
+	} while (block && want && want->pending);
+	return 0;
+}
+
+static int st_stream_wait(coffer_handle_t eq, struct st_stream_slot *sl, struct st_pev *want)
+{
+	return want->pending ? st_stream_reap(eq, sl, want, true) : 0;
+}
+
+/* Marks @p in flight when @rc says the request was queued; returns @rc. */
+static int st_stream_launched(struct st_pev *p, int rc)
+{
+	p->pending = rc == 0;
+	return rc;
+}
+
+static int st_put_stream(coffer_handle_t conn, coffer_handle_t eq, uint64_t size, unsigned int reps,
+			 const uint8_t *src, unsigned int run_id, double *secs, double *copy_secs)
+{
+	struct st_stream_slot sl[ST_STREAM_SLOTS];
+	uint64_t t0, t1 = 0, tc;
+	unsigned int k, nopen = 0, nev = 0;
+	int rc = 0;
+
+	memset(sl, 0, sizeof(sl));
+	for (k = 0; k < ST_STREAM_SLOTS && rc == 0; k++) {
+		struct st_pev *evs[] = {&sl[k].create, &sl[k].seal, &sl[k].get, &sl[k].release,
+					&sl[k].del};
+
+		st_oid(&sl[k].oid, run_id, 0xfffd, size * ST_STREAM_SLOTS + k);
+		for (unsigned int e = 0; e < 5 && rc == 0; e++)
+			if ((rc = coffer_event_init(&evs[e]->ev, eq, NULL)) == 0)
+				nev++;
+		if (rc == 0 && (rc = coffer_obj_open(conn, &sl[k].oid, 0, &sl[k].oh)) == 0)
+			nopen++;
+	}
+	t0 = bench_now_ns();
+	if (rc == 0)
+		rc = st_stream_launched(
+		    &sl[0].create,
+		    coffer_obj_create(sl[0].oh, size, 0, &sl[0].wr, &sl[0].create.ev));
+	for (unsigned int r = 0; r < reps && rc == 0; r++) {
+		struct st_stream_slot *cur = &sl[r % ST_STREAM_SLOTS];
+		struct st_stream_slot *next = &sl[(r + 1) % ST_STREAM_SLOTS];
+		struct st_stream_slot *prev = &sl[(r + ST_STREAM_SLOTS - 1) % ST_STREAM_SLOTS];
+
+		rc = st_stream_wait(eq, sl, &cur->create);
+		if (rc == 0 && r + 1 < reps) {
+			/* next's previous object (i-2) is deleted by a request queued before this
+			 * create, and the store executes a channel's requests in order */
+			rc = st_stream_wait(eq, sl, &next->create);
+			if (rc == 0)
+				rc = st_stream_launched(
+				    &next->create, coffer_obj_create(next->oh, size, 0, &next->wr,
+								     &next->create.ev));
+			if (rc == 0) /* publish it: the store creates while we copy */
+				rc = st_stream_reap(eq, sl, NULL, false);
+		}
+		if (rc != 0)
+			break;
+		tc = bench_now_ns();
+		st_stamp(cur->wr, src, size, r);
+		*copy_secs += st_secs(tc, bench_now_ns());
+		if (r > 0) { /* object i-1: its get was answered during the copy */
+			rc = st_stream_wait(eq, sl, &prev->get);
+			if (rc == 0 && !st_put_check(prev->rd, prev->got, size, src, r - 1))
+				rc = -EIO;
+			if (rc == 0)
+				rc = st_stream_wait(eq, sl, &prev->release);
+			if (rc == 0)
+				rc = st_stream_launched(
+				    &prev->release,
+				    coffer_obj_release(prev->oh, &prev->release.ev));
+			if (rc == 0)
+				rc = st_stream_wait(eq, sl, &prev->del);
+			if (rc == 0)
+				rc = st_stream_launched(
+				    &prev->del, coffer_obj_delete(conn, &prev->oid, &prev->del.ev));
+		}
+		if (rc == 0)
+			rc = st_stream_wait(eq, sl, &cur->seal);
+		if (rc == 0)
+			rc = st_stream_launched(
+			    &cur->seal,
+			    coffer_obj_seal(cur->oh, COFFER_SEAL_RELEASE, &cur->seal.ev));
+		if (rc == 0)
+			rc = st_stream_wait(eq, sl, &cur->get);
+		if (rc == 0)
+			rc = st_stream_launched(&cur->get, coffer_obj_get(cur->oh, 0, &cur->rd,
+									  &cur->got, &cur->get.ev));
+		/* published with the next create (in ring order) by the poll after it */
+		if (rc == 0 && r + 1 == reps) {
+			rc = st_stream_wait(eq, sl, &cur->seal);
+			t1 = bench_now_ns();
+			/* untimed: verify, release and delete the last object */
+			if (rc == 0)
+				rc = st_stream_wait(eq, sl, &cur->get);
+			if (rc == 0 && !st_put_check(cur->rd, cur->got, size, src, r))
+				rc = -EIO;
+			if (rc == 0)
+				rc = st_stream_wait(eq, sl, &cur->release);
+			if (rc == 0)
+				rc = st_stream_launched(
+				    &cur->release, coffer_obj_release(cur->oh, &cur->release.ev));
+			if (rc == 0)
+				rc = st_stream_wait(eq, sl, &cur->del);
+			if (rc == 0)
+				rc = st_stream_launched(
+				    &cur->del, coffer_obj_delete(conn, &cur->oid, &cur->del.ev));
+		}
+	}
+	/* Drain every request still in flight (all of them on success: the EQ must be idle). */
+	for (k = 0; k < ST_STREAM_SLOTS; k++) {
+		struct st_pev *evs[] = {&sl[k].create, &sl[k].seal, &sl[k].get, &sl[k].release,
+					&sl[k].del};
+
+		for (unsigned int e = 0; e < 5; e++) {
+			int wrc = st_stream_wait(eq, sl, evs[e]);
+
+			if (rc == 0)
+				rc = wrc;
+		}
+	}
+	if (rc != 0) /* a failed run may leave objects behind: best effort */
+		for (k = 0; k < ST_STREAM_SLOTS; k++)
+			(void)coffer_obj_delete(conn, &sl[k].oid, NULL);
+	for (k = 0; k < nopen; k++)
+		coffer_obj_close(sl[k].oh);
+	for (k = 0; k < nev; k++) {
+		struct st_pev *evs[] = {&sl[k / 5].create, &sl[k / 5].seal, &sl[k / 5].get,
+					&sl[k / 5].release, &sl[k / 5].del};
+
+		coffer_event_fini(&evs[k % 5]->ev);
+	}
+	*secs = st_secs(t0, t1);
+	return rc;
+}
+
+/*
+ * Runs @fn once untimed (2 puts: the EQ's channel is set up by its first request, and the
+ * store may have gone to sleep during the previous baseline), then timed, on a new EQ;
+ * reports the timed run. Return: 0, or the first negative errno.
+ */
+static int st_put_mode(int (*fn)(coffer_handle_t, coffer_handle_t, uint64_t, unsigned int,
+				 const uint8_t *, unsigned int, double *, double *),
+		       const char *workload, unsigned int batch, coffer_handle_t conn,
+		       uint64_t size, unsigned int reps, const uint8_t *src, unsigned int run_id,
+		       double *secs)
+{
+	coffer_handle_t eq;
+	double warm, copy = 0;
+	char why[160] = "";
+	int rc, drc;
+
+	*secs = 0;
+	rc = coffer_eq_create(&eq);
+	if (rc < 0)
+		return rc;
+	rc = fn(conn, eq, size, 2, src, run_id, &warm, &copy);
+	copy = 0;
+	if (rc == 0)
+		rc = fn(conn, eq, size, reps, src, run_id, secs, &copy);
+	/* without force: fails (-EBUSY) if a request of ours were still running */
+	drc = coffer_eq_destroy(eq, 0);
+	if (drc < 0) {
+		coffer_eq_destroy(eq, COFFER_EQ_FORCE);
+		if (rc == 0)
+			rc = drc;
+	}
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "%s", coffer_strerror(rc));
+		*secs = 0;
+	}
+	st_report("coffer", workload, batch, 1, size, *secs, rc == 0 ? reps : 0, rc == 0,
+		  why[0] ? why : NULL);
+	if (rc == 0)
+		printf("# %s size=%" PRIu64 " batch %u per put: copy %.2f us of %.2f us\n",
+		       workload, size, batch, copy * 1e6 / reps, *secs * 1e6 / reps);
+	return rc;
+}
+
+/*
+ * One size: @reps puts of @size bytes through the store at batch 1 (create, memcpy from
+ * @src, seal with release, each waited for; every object read back with a get, checked,
+ * released and deleted untimed before the next), after one untimed warm-up put (the
+ * baseline's destination is prefaulted and written untimed too); then, when @nmodes allows,
+ * the batch-2 and streamed modes; then @reps memcpys of the same source into a prefaulted
+ * private buffer. The batch-1 line is followed by where its time went (create, copy, seal).
+ */
 static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, const uint8_t *src,
-		       unsigned int run_id, bool pipelined)
+		       unsigned int run_id, unsigned int nmodes)
 {
 	struct coffer_oid oid;
 	coffer_handle_t oh;
-	double t_store = 0, t_memcpy = 0, t_pipe = 0;
+	double t_store = 0, t_memcpy = 0, t_pipe = 0, t_stream = 0, t_warm = 0;
+	double *per_put = calloc(3 * (size_t)reps, sizeof(double)), *per_copy = per_put + reps;
+	double *per_put_copy = per_put + 2 * (size_t)reps;
+	double t_create = 0, t_copy = 0;
 	uint8_t *dst;
 	bool ok = true;
 	char why[160] = "";
 	int rc;
 
 	st_oid(&oid, run_id, 0xffff, size);
+	if (!per_put)
+		return -ENOMEM;
 	rc = coffer_obj_open(conn, &oid, 0, &oh);
-	if (rc < 0)
+	if (rc < 0) {
+		free(per_put);
 		return rc;
-	for (unsigned int r = 0; r < reps && ok; r++) {
+	}
+	for (unsigned int r = 0; r <= reps && ok; r++) { /* r == 0: the warm-up */
 		const void *rd;
-		uint64_t got, t0, t1;
+		uint64_t got, t0, tc, tm, t1;
 		void *wr;
 
 		t0 = bench_now_ns();
 		rc = coffer_obj_create(oh, size, 0, &wr, NULL);
+		tc = tm = bench_now_ns();
 		if (rc == 0) {
 			memcpy(wr, src, size);
+			tm = bench_now_ns();
 			rc = coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL);
 		}
 		t1 = bench_now_ns();
-		t_store += st_secs(t0, t1);
+		if (r == 0) {
+			t_warm = st_secs(t0, t1);
+		} else {
+			t_store += st_secs(t0, t1);
+			per_put[r - 1] = st_secs(t0, t1);
+			per_put_copy[r - 1] = st_secs(tc, tm);
+			t_create += st_secs(t0, tc);
+			t_copy += st_secs(tc, tm);
+		}
 		if (rc == 0) {
 			rc = coffer_obj_get(oh, 0, &rd, &got, NULL);
 			if (rc == 0 && (got != size || memcmp(rd, src, 4096) != 0 ||
@@ -636,30 +917,58 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 	}
 	coffer_obj_close(oh);
 	st_report("coffer", "put", 1, 1, size, t_store, ok ? reps : 0, ok, why[0] ? why : NULL);
-	if (pipelined && st_put_pipelined(conn, size, reps, src, run_id, &t_pipe) < 0)
+	if (ok)
+		printf("# put size=%" PRIu64 " batch 1 per put: create %.2f us, copy %.2f us, "
+		       "seal %.2f us; untimed warm-up put %.1f us\n",
+		       size, t_create * 1e6 / reps, t_copy * 1e6 / reps,
+		       (t_store - t_create - t_copy) * 1e6 / reps, t_warm * 1e6);
+	if (nmodes >= 2 &&
+	    st_put_mode(st_put_pipelined, "put", 2, conn, size, reps, src, run_id, &t_pipe) < 0)
+		ok = false;
+	if (nmodes >= 3 && st_put_mode(st_put_stream, "put-stream", ST_STREAM_SLOTS, conn, size,
+				       reps, src, run_id, &t_stream) < 0)
 		ok = false;
 
 	/* the baseline, in the same run: memcpy into a prefaulted private buffer */
 	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 		   -1, 0);
-	if (dst == MAP_FAILED)
+	if (dst == MAP_FAILED) {
+		free(per_put);
 		return -ENOMEM;
+	}
 	memset(dst, 1, size);
 	for (unsigned int r = 0; r < reps; r++) {
 		uint64_t t0 = bench_now_ns();
 
 		memcpy(dst, src, size);
-		t_memcpy += st_secs(t0, bench_now_ns());
+		per_copy[r] = st_secs(t0, bench_now_ns());
+		t_memcpy += per_copy[r];
 	}
 	rc = memcmp(dst + size - 4096, src + size - 4096, 4096) == 0 ? 0 : -EIO;
 	munmap(dst, size);
 	st_report("memcpy", "put", 1, 1, size, t_memcpy, reps, rc == 0, NULL);
-	if (ok && rc == 0 && t_store > 0)
+	if (ok && rc == 0 && t_store > 0) {
 		printf("store ratio   put          size=%-11" PRIu64
-		       " coffer/memcpy = %.1f%% (batch 1)%s",
-		       size, 100.0 * t_memcpy / t_store, t_pipe > 0 ? "" : "\n");
-	if (ok && rc == 0 && t_store > 0 && t_pipe > 0)
-		printf(", %.1f%% (batch 2)\n", 100.0 * t_memcpy / t_pipe);
+		       " coffer/memcpy = %.1f%% (batch 1)",
+		       size, 100.0 * t_memcpy / t_store);
+		if (t_pipe > 0)
+			printf(", %.1f%% (batch 2)", 100.0 * t_memcpy / t_pipe);
+		if (t_stream > 0)
+			printf(", %.1f%% (stream)", 100.0 * t_memcpy / t_stream);
+		printf("\n");
+		/* Medians: the steady state, without the preemptions a shared machine adds to
+		 * a few puts or copies (beside the ratio of totals above, not instead of it). */
+		{
+			double mp = st_median(per_put, reps), mc = st_median(per_copy, reps);
+			double mpc = st_median(per_put_copy, reps);
+
+			printf("# put size=%" PRIu64
+			       " batch 1 medians: put %.2f us (its copy %.2f us),"
+			       " memcpy %.2f us: %.1f%%\n",
+			       size, mp * 1e6, mpc * 1e6, mc * 1e6, 100.0 * mc / mp);
+		}
+	}
+	free(per_put);
 	return ok && rc == 0 ? 0 : -EIO;
 }
 
@@ -704,9 +1013,15 @@ static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int ru
 			reps = 3;
 		if (reps > 1000)
 			reps = 1000;
+		uint64_t free = info.capacity_bytes - info.used_bytes,
+			 margin = info.capacity_bytes >> 4;
+		uint64_t room = free > margin ? free - margin : 0;
+
+		/* the batch-2 mode needs room for two objects of @size, the stream three */
 		if (st_put_size(conn, size, (unsigned int)reps, src, run_id,
-				2 * size + (info.capacity_bytes >> 4) <=
-				    info.capacity_bytes - info.used_bytes) < 0)
+				room >= 3 * size   ? 3
+				: room >= 2 * size ? 2
+						   : 1) < 0)
 			failed = 1;
 	}
 	munmap(src, max);
@@ -744,7 +1059,8 @@ static void st_usage(FILE *f)
 	    "  --keys N        objects per thread (default 1024, at least the batch)\n"
 	    "  --workload W    any of create-seal, get-release, put (default all)\n"
 	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity);\n"
-	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it\n"
+	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it, at batch 1,\n"
+	    "                  batch 2 and streamed (put-stream) where 2 and 3 objects fit\n"
 	    "  --put-bytes B   payload bytes per put size, sets the repetitions (default 2 GiB)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
 	    "                  seconds,ops,mops,gbps,status\n"

@@ -11,8 +11,10 @@ store_start "$1" 64M
 "$bench" store --socket "$sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
 	--put-max 4M --put-bytes 8M --csv "$tmp/out.csv"
 # one CSV row per result: 2 workloads x 2 batches x 2 thread counts + 2 sizes x
-# (coffer batch 1, coffer batch 2, memcpy)
+# (coffer batch 1, coffer batch 2, coffer put-stream, memcpy)
 rows=$(($(wc -l < "$tmp/out.csv") - 1))
-[ "$rows" -eq 14 ] || { echo "expected 14 CSV rows, got $rows" >&2; exit 1; }
+[ "$rows" -eq 16 ] || { echo "expected 16 CSV rows, got $rows" >&2; exit 1; }
+[ "$(grep -c '^store,coffer,put-stream,3,1,' "$tmp/out.csv")" -eq 2 ] ||
+	{ echo "expected 2 put-stream rows" >&2; exit 1; }
 head -1 "$tmp/out.csv" | grep -qx 'bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status'
 ! grep -q ',FAIL$' "$tmp/out.csv"
