@@ -1253,3 +1253,24 @@ uint64_t coffer__conn_stray_replies(coffer_handle_t connh)
 	coffer__rcu_read_unlock();
 	return n;
 }
+
+uint64_t coffer__conn_progress(struct coffer__conn *conn, bool *waiting)
+{
+	struct coffer__chanv *v;
+	uint64_t taken = 0;
+
+	*waiting = false;
+	coffer__rcu_read_lock();
+	v = atomic_load_explicit(&conn->chans, memory_order_acquire);
+	for (unsigned int i = 0; v && i < v->n; i++) {
+		struct coffer__chan *ch = v->v[i];
+		uint32_t cons = atomic_load_explicit(&ch->rep_cons, memory_order_relaxed);
+
+		/* every published request gets exactly one reply (docs/protocol.md) */
+		if (__atomic_load_n(&ch->shm->req.prod, __ATOMIC_RELAXED) != cons)
+			*waiting = true;
+		taken += cons;
+	}
+	coffer__rcu_read_unlock();
+	return taken;
+}

@@ -147,6 +147,13 @@ void coffer__conn_fail_channels(struct coffer__conn *conn, int err);
 void coffer__conn_close_channels(struct coffer__conn *conn);
 /* In a fork child: marks every channel of @conn unusable without touching shared rings. */
 void coffer__conn_fork_channels(struct coffer__conn *conn);
+/*
+ * coffer__conn_progress() - for the liveness probe: the number of replies taken so far from
+ * @conn's channels (a sum that only grows while the channel set is unchanged), and in
+ * *@waiting whether some channel has published requests still unanswered. Hints: read
+ * without the channels' locks. Context: any thread; not inside an RCU read-side section.
+ */
+uint64_t coffer__conn_progress(struct coffer__conn *conn, bool *waiting);
 /* Channel statistics for tests: replies with unknown tags, requests in flight. */
 uint64_t coffer__conn_stray_replies(coffer_handle_t connh);
 
@@ -162,9 +169,10 @@ struct coffer__conn {
 	struct coffer__seg *seg;
 	uint32_t max_channels;
 	uint32_t max_ring_entries;
-	uint32_t batch;	 /* publish threshold (requests) */
-	atomic_int dead; /* 0, or the error every new request gets (-ENOTCONN) */
-	bool forked;	 /* inherited across fork(): never touch the socket or the rings */
+	uint32_t batch;		   /* publish threshold (requests) */
+	uint32_t store_timeout_ms; /* control answers; liveness probe (COFFER_STORE_TIMEOUT_MS) */
+	atomic_int dead;	   /* 0, or the error every new request gets (-ENOTCONN) */
+	bool forked; /* inherited across fork(): never touch the socket or the rings */
 	bool monitor_started;
 	atomic_int stopping; /* disconnect asks the monitor to exit; release/acquire */
 	pthread_t monitor;

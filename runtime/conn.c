@@ -16,8 +16,12 @@
  * requested (the kernel still reports POLLHUP/POLLERR) and on a private eventfd. When the
  * store dies (or a ring shows a protocol violation, reported by coffer__conn_fail() from any
  * context) the monitor marks the connection dead and completes every pending event with
- * -ENOTCONN: a dead store never leaves a poller waiting on a doorbell nobody will ring. The
- * monitor costs no CPU while the store is alive.
+ * -ENOTCONN: a dead store never leaves a poller waiting on a doorbell nobody will ring. A
+ * stopped or wedged store keeps its socket open, so the monitor also wakes every
+ * store_timeout_ms (COFFER_STORE_TIMEOUT_MS, default 10 s): when requests went a whole
+ * interval without a reply it probes the store with a QUERY, and one not answered in time
+ * fails the connection (-ETIMEDOUT, then -ENOTCONN for every pending event), as an RPC
+ * timeout does in DAOS (CRT_TIMEOUT). Otherwise the monitor costs no CPU.
  *
  * Locks, in order: conn->chan_lock -> conn->ctl_lock; conn->chan_lock ->
  * coffer__client_lock. Disconnect stops the monitor before taking chan_lock (the monitor
@@ -325,10 +329,36 @@ void coffer__conn_fail(struct coffer__conn *conn, int err)
 		conn_poke(conn);
 }
 
+/*
+ * The liveness probe: called by the monitor every store_timeout_ms. When requests have been
+ * waiting on @conn's channels for a whole interval without a single reply, asks the store
+ * for its statistics (QUERY) on the socket; a store that does not answer within
+ * store_timeout_ms (SIGSTOPped, wedged) makes coffer__conn_ctl() fail the connection with
+ * -ETIMEDOUT, so pending events complete instead of waiting forever. A store that answers
+ * is alive and merely slow, or holding gets that wait for a seal: nothing happens.
+ */
+static void conn_probe(struct coffer__conn *conn, uint64_t *last, bool *have_last)
+{
+	struct coffer_store_info info;
+	bool waiting;
+	uint64_t taken = coffer__conn_progress(conn, &waiting);
+	int rc;
+
+	if (waiting && *have_last && taken == *last) {
+		rc = coffer__conn_ctl(conn, COFFER_MSG_QUERY, NULL, 0, -1, COFFER_MSG_QUERY_REPLY,
+				      &info, sizeof(info), NULL, 0);
+		if (rc == -ENOTCONN || rc == -EPROTO)
+			coffer__conn_fail(conn, rc);
+	}
+	*last = taken;
+	*have_last = waiting;
+}
+
 static void *conn_monitor(void *arg)
 {
 	struct coffer__conn *conn = arg;
-	bool failed = false;
+	uint64_t last = 0;
+	bool failed = false, have_last = false;
 
 	for (;;) {
 		struct pollfd p[2] = {
@@ -339,9 +369,11 @@ static void *conn_monitor(void *arg)
 		};
 		int dead, r;
 
-		r = poll(p, failed ? 1 : 2, -1);
+		r = poll(p, failed ? 1 : 2, failed ? -1 : (int)conn->store_timeout_ms);
 		if (r < 0)
 			continue; /* EINTR (signals are blocked here, but be safe) */
+		if (r == 0)	  /* an interval passed: a failing probe fails the connection */
+			conn_probe(conn, &last, &have_last);
 		if (p[0].revents & POLLIN) {
 			uint64_t v;
 
@@ -384,15 +416,18 @@ static void conn_free(struct coffer_hlink *link)
 static int conn_read_env(struct coffer__conn *conn)
 {
 	uint64_t batch = CONN_BATCH_DEFAULT, populate = 1, spin_us = 0;
+	uint64_t timeout_ms = COFFER_CTL_TIMEOUT_MS;
 
 	if (coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, &batch) ||
-	    coffer__env_map_populate(&populate) || coffer__env_poll_spin_us(&spin_us))
+	    coffer__env_map_populate(&populate) || coffer__env_poll_spin_us(&spin_us) ||
+	    coffer__env_store_timeout_ms(&timeout_ms))
 		return -EINVAL;
 	conn->batch = (uint32_t)batch;
+	conn->store_timeout_ms = (uint32_t)timeout_ms;
 	return 0;
 }
 
-static int conn_socket(const char *path)
+static int conn_socket(const char *path, unsigned int timeout_ms)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
@@ -413,7 +448,7 @@ static int conn_socket(const char *path)
 	}
 	/* Control answers are bounded in time: a stopped store or a socket that is not a
 	 * coffer-store makes connect (and later control calls) fail with -ETIMEDOUT. */
-	rc = coffer__sock_set_timeout(fd, COFFER_CTL_TIMEOUT_MS);
+	rc = coffer__sock_set_timeout(fd, timeout_ms);
 	if (rc < 0) {
 		close(fd);
 		return rc;
@@ -482,7 +517,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	if (rc < 0)
 		goto err_free;
 
-	fd = conn_socket(path);
+	fd = conn_socket(path, conn->store_timeout_ms);
 	if (fd < 0) {
 		rc = fd;
 		goto err_free;

@@ -30,4 +30,12 @@ static inline int coffer__env_map_populate(uint64_t *out)
 	return coffer__env_u64("COFFER_MAP_POPULATE", 0, 1, out);
 }
 
+/* How long the client waits for the store's answer to a control message, and how long
+ * requests may go unanswered before the store is probed (milliseconds; default
+ * COFFER_CTL_TIMEOUT_MS). */
+static inline int coffer__env_store_timeout_ms(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_STORE_TIMEOUT_MS", 100, 3600000, out);
+}
+
 #endif /* COFFER_RUNTIME_ENV_H */

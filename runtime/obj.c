@@ -401,11 +401,20 @@ static uint64_t obj_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* How long a blocking call waits for a live store: the longest get timeout among @reqs plus
- * COFFER_CTL_TIMEOUT_MS; -1 (no bound) when a get waits forever. */
-static int64_t obj_wait_budget_us(const struct coffer__reqd *reqs, unsigned int n)
+/* How long a blocking call on @connh waits for a live store: the longest get timeout among
+ * @reqs plus the connection's store timeout (COFFER_STORE_TIMEOUT_MS); -1 (no bound) when a
+ * get waits forever. */
+static int64_t obj_wait_budget_us(coffer_handle_t connh, const struct coffer__reqd *reqs,
+				  unsigned int n)
 {
-	int64_t longest = 0;
+	int64_t longest = 0, store_ms = COFFER_CTL_TIMEOUT_MS;
+	struct coffer__conn *conn;
+
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (conn)
+		store_ms = conn->store_timeout_ms;
+	coffer__rcu_read_unlock();
 
 	for (unsigned int i = 0; i < n; i++) {
 		if (reqs[i].op != COFFER_OP_GET)
@@ -417,7 +426,7 @@ static int64_t obj_wait_budget_us(const struct coffer__reqd *reqs, unsigned int 
 	}
 	if (longest > INT64_MAX / 2)
 		return -1;
-	return longest + (int64_t)COFFER_CTL_TIMEOUT_MS * 1000;
+	return longest + store_ms * 1000;
 }
 
 /* The store did not answer in time: fail the connection with -ETIMEDOUT (its monitor then
@@ -474,12 +483,13 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	/* Launched: the result arrives through the event, whatever happens to the store (its
 	 * death completes it with -ENOTCONN), so this wait ends - unless the store is alive but
 	 * never answers (stopped with SIGSTOP, wedged). A live store answers every request
-	 * within its own timeout (0 for everything but a get), so past that plus
-	 * COFFER_CTL_TIMEOUT_MS the connection is failed: every pending event on it, ours
-	 * included, completes with an error (-ETIMEDOUT) and the connection is dead from then
-	 * on. A get
-	 * that waits forever (timeout < 0) is not bounded. */
-	int64_t budget_us = obj_wait_budget_us(reqs, n);
+	 * within its own timeout (0 for everything but a get), so past that plus the store
+	 * timeout (COFFER_STORE_TIMEOUT_MS) the connection is failed: every pending event on
+	 * it, ours included, completes with an error (-ETIMEDOUT) and the connection is dead
+	 * from then on. A get that waits forever (timeout < 0) is bounded only by the
+	 * connection monitor's liveness probe (conn.c), which fails the connection when a
+	 * stopped store does not answer it. */
+	int64_t budget_us = obj_wait_budget_us(connh, reqs, n);
 	uint64_t start = obj_now_us();
 	bool gave_up = false;
 

@@ -9,12 +9,21 @@
  * valid until the matching seal+release (creator) or release (reader).
  *
  * Every object operation takes an optional event: ev == NULL blocks until the store answered
- * (a store that is alive but silent for the request's own timeout plus 10 s - stopped,
- * wedged - is treated as dead: the call fails with -ETIMEDOUT or -ENOTCONN and so does every
- * later call on that connection; a get that waits forever is not bounded);
+ * (a store that is alive but silent for the request's own timeout plus the store timeout -
+ * stopped, wedged - is treated as dead: the call fails with -ETIMEDOUT or -ENOTCONN and so
+ * does every later call on that connection);
  * with an event the call returns at once and the result lands in ev->ev_error when the event
  * completes on its EQ (coffer_eq_poll or coffer_event_test). Outputs (pointers, sizes) are
  * written where the call said before the event completes; they must stay valid until then.
+ *
+ * Liveness: the store timeout is COFFER_STORE_TIMEOUT_MS (milliseconds, 100..3600000, default
+ * 10000, read by coffer_connect()). Besides bounding every control exchange, it drives each
+ * connection's monitor thread: when requests have gone unanswered for a whole timeout, it
+ * asks the store for its statistics on the socket, and a store that does not answer within
+ * the timeout fails the connection. Every pending event then completes with -ENOTCONN (at
+ * most about three timeouts after the store stopped answering), so nothing waits forever on
+ * a stopped store; a get waiting for a seal on a live store is not disturbed. Source: DAOS
+ * (CaRT) RPC timeouts.
  */
 #ifndef COFFER_STORE_H
 #define COFFER_STORE_H
@@ -76,17 +85,18 @@ struct coffer_store_info {
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
  * a poll or flush; 1..4096, default 32; 8 already while the store is awake on the channel),
  * COFFER_MAP_POPULATE (1 = pre-fill page tables, the default; 0 = do not), COFFER_POLL_SPIN_US
- * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect).
+ * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect),
+ * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
  * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
  * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
  * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);
- * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_CTL_TIMEOUT_MS = 10
- * s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno from
- * socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round trip
- * on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
+ * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
+ * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
+ * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
+ * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
  * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN) and the
  * child must connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
  * by id).

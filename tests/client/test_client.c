@@ -376,10 +376,15 @@ static void test_invalid_args(void **state)
 	/* a bad environment override is refused, not replaced by the default */
 	{
 		static const char *const bad[][2] = {
-		    {"COFFER_BATCH", "0"},	    {"COFFER_BATCH", "32x"},
-		    {"COFFER_BATCH", "99999"},	    {"COFFER_MAP_POPULATE", "2"},
-		    {"COFFER_MAP_POPULATE", "no"},  {"COFFER_POLL_SPIN_US", "-1"},
+		    {"COFFER_BATCH", "0"},
+		    {"COFFER_BATCH", "32x"},
+		    {"COFFER_BATCH", "99999"},
+		    {"COFFER_MAP_POPULATE", "2"},
+		    {"COFFER_MAP_POPULATE", "no"},
+		    {"COFFER_POLL_SPIN_US", "-1"},
 		    {"COFFER_POLL_SPIN_US", "1e3"},
+		    {"COFFER_STORE_TIMEOUT_MS", "99"},
+		    {"COFFER_STORE_TIMEOUT_MS", "10s"},
 		};
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1232,6 +1237,81 @@ static void test_store_stopped(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * The connection monitor's liveness probe (COFFER_STORE_TIMEOUT_MS, here 300 ms): an
+ * asynchronous request in the ring of a stopped store, polled without a timeout (as fio's
+ * getevents does), completes with -ENOTCONN within a few timeouts instead of never; a get
+ * that waits for a seal on a live store is not taken for a dead store, however long it waits.
+ */
+static void test_store_stopped_async(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_event ev, evg, *done;
+	struct coffer_oid oid, late;
+	coffer_handle_t c, eq, oh, ohl;
+	struct timespec a;
+	const void *rd;
+	uint64_t got = 0;
+	double secs;
+	void *wr;
+
+	make_oid(&oid, 9, 2);
+	make_oid(&late, 9, 3);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_event_init(&evg, eq, NULL), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_obj_open(c, &late, 0, &ohl), 0);
+
+	/* a get waiting for a seal, 2 s = several probe intervals: the store answers the probes,
+	 * so the connection lives and the get completes once the object is sealed */
+	assert_int_equal(coffer_obj_get(ohl, -1, &rd, &got, &evg), 0);
+	assert_int_equal(coffer_eq_poll(eq, 0, 2000 * 1000, 1, &done), 0);
+	assert_int_equal(coffer_obj_create(oh, 64, 0, &wr, NULL), 0);
+	assert_int_equal(coffer_obj_abort(oh, NULL), 0);
+	{
+		coffer_handle_t c2, oh2;
+
+		assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+		assert_int_equal(coffer_obj_open(c2, &late, 0, &oh2), 0);
+		assert_int_equal(coffer_obj_create(oh2, 64, 0, &wr, NULL), 0);
+		assert_int_equal(coffer_obj_seal(oh2, COFFER_SEAL_RELEASE, NULL), 0);
+		assert_int_equal(coffer_eq_poll(eq, 1, -1, 1, &done), 1);
+		assert_ptr_equal(done, &evg);
+		assert_int_equal(evg.ev_error, 0);
+		assert_int_equal(got, 64);
+		assert_int_equal(coffer_obj_release(ohl, NULL), 0);
+		assert_int_equal(coffer_obj_delete(c2, &late, NULL), 0);
+		assert_int_equal(coffer_obj_close(oh2), 0);
+		assert_int_equal(coffer_disconnect(c2), 0);
+	}
+
+	/* the EQ's channel is open; stop the store, then launch into its ring */
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, &ev), 0);
+	assert_int_equal(coffer_eq_poll(eq, 1, -1, 1, &done), 1);
+	secs = secs_since(&a);
+	assert_ptr_equal(done, &ev);
+	assert_int_equal(ev.ev_error, -ENOTCONN);
+	assert_true(secs >= 0.3 && secs < 5.0);
+	/* the connection stays dead (the error it died of) */
+	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, NULL), -ETIMEDOUT);
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&evg), 0);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_obj_close(ohl), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- disconnect releases everything ------------------------------------------------------ */
 
 static void test_disconnect_releases(void **state)
@@ -1499,6 +1579,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
 	};

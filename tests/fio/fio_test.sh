@@ -18,6 +18,8 @@
 #                 zeros with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
+#   store-stopped the same with the store stopped (SIGSTOP) instead: alive but silent, it
+#                 fails the liveness probe (COFFER_STORE_TIMEOUT_MS=500), so fio does not hang
 #   overwrite     random writes over 16 blocks at iodepth 32 (so the same block is written
 #                 by several I/Os in flight at once: create -EEXIST, retried) finish
 #                 without errors, and every block is then readable
@@ -229,8 +231,10 @@ case_missing() {
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
 }
 
+# case_store_dies SIGNAL: KILL (the store dies: its socket closes) or STOP (it stays alive
+# but silent: the connection's liveness probe, COFFER_STORE_TIMEOUT_MS = 500 here, fails it)
 case_store_dies() {
-	local rc t0 t1
+	local sig=$1 rc t0 t1 killer
 	local stat_bin
 	stat_bin=$(dirname "$store_bin")/coffer-stat
 	[ -x "$stat_bin" ] || skip "coffer-stat is not built"
@@ -244,25 +248,31 @@ case_store_dies() {
 			sleep 0.05
 		done
 		sleep 0.5
-		kill -KILL "$store_pid"
+		kill "-$sig" "$store_pid"
 	) &
+	killer=$!
 	t0=$(date +%s)
-	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" --name=sd \
+	COFFER_STORE_TIMEOUT_MS=500 timeout 60 fio --ioengine="external:$engine" \
+		--coffer_socket="$sock" --name=sd \
 		--rw=randrw --bs=4k --size=16m --iodepth=32 --numjobs=2 --time_based=1 \
 		--runtime=20 --coffer_prefill=1 --output-format=json --output="$work/sd.json" \
 		>"$work/sd.log" 2>&1
 	rc=$?
 	t1=$(date +%s)
-	wait
-	wait "$store_pid" 2>/dev/null
-	store_pid=""
-	[ "$rc" -ne 124 ] || fail "fio hung after the store died"
+	wait "$killer"
+	if [ "$sig" = STOP ]; then
+		kill -CONT "$store_pid"
+	else
+		wait "$store_pid" 2>/dev/null
+		store_pid=""
+	fi
+	[ "$rc" -ne 124 ] || fail "fio hung after the store got SIG$sig"
 	no_crash "$rc" "$work/sd.log"
-	[ "$rc" -ne 0 ] || fail "fio succeeded although the store died"
-	[ $((t1 - t0)) -lt 15 ] || fail "fio took $((t1 - t0))s to notice the store died"
+	[ "$rc" -ne 0 ] || fail "fio succeeded although the store got SIG$sig"
+	[ $((t1 - t0)) -lt 15 ] || fail "fio took $((t1 - t0))s to notice SIG$sig"
 	[ "$(jq '[.jobs[].error] | map(select(. == 107)) | length' "$work/sd.json")" -eq 2 ] ||
 		fail "expected both jobs to fail with ENOTCONN (107): $(jq -c '[.jobs[].error]' "$work/sd.json")"
-	say "store killed: both jobs failed with ENOTCONN, fio exited $rc after $((t1 - t0))s"
+	say "store got SIG$sig: both jobs failed with ENOTCONN, fio exited $rc after $((t1 - t0))s"
 }
 
 case_overwrite() {
@@ -289,7 +299,8 @@ case_overwrite() {
 case "$case_name" in
 exports) case_exports ;;
 overwrite) case_overwrite ;;
-store-dies) case_store_dies ;;
+store-dies) case_store_dies KILL ;;
+store-stopped) case_store_dies STOP ;;
 enghelp) case_enghelp ;;
 verify-fork) case_verify_fork ;;
 verify-thread) case_verify_thread ;;
@@ -297,7 +308,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|store-dies" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
