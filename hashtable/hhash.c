@@ -183,20 +183,20 @@ COFFER_API int coffer_hhash_create(const struct coffer_htab_params *params,
 		free(hh);
 		return rc;
 	}
+	/* The wrapper lives as long as the table: a record held past destroy is released
+	 * through it (coffer_hhash_putref), which may be what frees the table. */
+	coffer__htab_on_free(hh->hh_tab, free, hh);
 	*hhp = hh;
 	return 0;
 }
 
 COFFER_API int coffer_hhash_destroy(struct coffer_hhash *hh, bool drain)
 {
-	int rc;
-
 	if (!hh)
 		return -EINVAL;
-	rc = coffer_htab_destroy(hh->hh_tab, drain);
-	if (rc == 0)
-		free(hh);
-	return rc;
+	/* On success the table frees @hh with itself (coffer__htab_on_free), now or when the
+	 * last record still held is released. */
+	return coffer_htab_destroy(hh->hh_tab, drain);
 }
 
 COFFER_API int coffer_hhash_insert(struct coffer_hhash *hh, struct coffer_hlink *link,

@@ -423,9 +423,20 @@ COFFER_API int coffer_htab_create(const struct coffer_htab_params *params,
 
 static void table_free(struct coffer_htab *tab)
 {
+	void (*fn)(void *arg) = tab->ht_on_free;
+	void *arg = tab->ht_on_free_arg;
+
 	free(tab->ht_stripes);
 	buckets_free(tab);
 	free(tab);
+	if (fn)
+		fn(arg);
+}
+
+void coffer__htab_on_free(struct coffer_htab *tab, void (*fn)(void *arg), void *arg)
+{
+	tab->ht_on_free = fn;
+	tab->ht_on_free_arg = arg;
 }
 
 void coffer__htab_rec_free(struct coffer_htab *tab, struct coffer_hnode *node)

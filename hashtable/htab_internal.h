@@ -47,6 +47,11 @@ struct coffer_htab {
 	int64_t ht_balance __attribute__((aligned(COFFER__CACHE_LINE)));
 	uint64_t ht_ref_underflows; /* decrefs refused at zero (caller bugs); atomic-relaxed */
 
+	/* Called with ht_on_free_arg once the table's memory is gone (set before any record is
+	 * inserted; see coffer__htab_on_free). */
+	void (*ht_on_free)(void *arg);
+	void *ht_on_free_arg;
+
 	/* Fork registry (under the table-list mutex). */
 	struct coffer_htab *ht_reg_next;
 	struct coffer_htab *ht_reg_prev;
@@ -100,6 +105,11 @@ static inline bool coffer__hnode_get_unless_zero(struct coffer_hnode *n)
 /* Insert a record whose key is unique by construction (hhash cookies): no duplicate walk.
  * Return: 0, -EINVAL (@node already linked). */
 int coffer__htab_insert_unique(struct coffer_htab *tab, uint64_t hash, struct coffer_hnode *node);
+
+/* Have @fn(@arg) called when @tab is freed: at destroy, or later, when the last record users
+ * still held at destroy is released (hhash frees its wrapper then, so that a late
+ * coffer_hhash_putref() still finds it). Call before the table is shared. */
+void coffer__htab_on_free(struct coffer_htab *tab, void (*fn)(void *arg), void *arg);
 
 /* Drop one reference without the optional hooks (hhash has none). */
 void coffer__htab_put(struct coffer_htab *tab, struct coffer_hnode *node);

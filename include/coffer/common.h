@@ -56,7 +56,9 @@ COFFER_API int coffer_init(void);
  * coffer_fini() - drop one reference to the process runtime.
  *
  * The last call destroys the handle hash (remaining handles are released) and waits for all
- * pending RCU callbacks (rcu_barrier()).
+ * pending RCU callbacks (rcu_barrier()). Threads that made blocking calls may outlive it
+ * (a thread pool joined after shutdown): each one's hidden EQ of blocking calls is released
+ * when it exits, and the destroyed hash's memory goes with the last of them.
  *
  * Return: 0, or -EINVAL when the runtime is not initialised.
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section

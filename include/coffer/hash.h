@@ -260,7 +260,9 @@ COFFER_API int coffer_hhash_create(const struct coffer_htab_params *params,
 				   struct coffer_hhash **hhp);
 
 /**
- * coffer_hhash_destroy() - as coffer_htab_destroy(); on success @hh is gone.
+ * coffer_hhash_destroy() - as coffer_htab_destroy(). On success @hh takes no new handles and
+ * is freed with its table: at once, or (with @drain) when the last record that users still
+ * held is released through coffer_hhash_putref(@hh, ...), which stays valid until then.
  * Return: 0; -EBUSY; -EINVAL.
  */
 COFFER_API int coffer_hhash_destroy(struct coffer_hhash *hh, bool drain);

@@ -190,6 +190,27 @@ static void test_refs(void **state)
 	assert_int_equal(coffer_hhash_destroy(hh, false), 0);
 }
 
+/* A reference held across a draining destroy is dropped through the destroyed hash afterwards
+ * (what a thread that outlives coffer_fini() does with its hidden EQ): the record and then the
+ * hash itself are freed at that last release, not before (ASan: no use after free, no leak). */
+static void test_putref_after_destroy(void **state)
+{
+	struct coffer_hhash *hh;
+	struct obj *o = obj_new(), *o2 = obj_new();
+	struct coffer_hlink *l;
+	coffer_handle_t h, h2;
+
+	(void)state;
+	assert_int_equal(coffer_hhash_create(NULL, &hh), 0);
+	assert_int_equal(coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h), 0);
+	assert_int_equal(coffer_hhash_insert(hh, &o2->link, COFFER_HTYPE_TEST, &h2), 0);
+	assert_int_equal(coffer_hhash_lookup(hh, h, COFFER_HTYPE_TEST, &l), 0);
+	assert_int_equal(coffer_hhash_destroy(hh, true), 0);
+	assert_int_equal(frees_now(), 1); /* o2, which nobody held */
+	coffer_hhash_putref(hh, l);
+	assert_int_equal(frees_now(), 2);
+}
+
 /* Sequential cookies spread over buckets and stripes: runs of 8 consecutive counters take
  * 8 consecutive buckets (one line of heads, 8 different stripes), and the runs are mixed. */
 static void test_cookie_mixing(void **state)
@@ -365,6 +386,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_insert_lookup_types, setup),
 	    cmocka_unit_test_setup(test_insert_errors, setup),
 	    cmocka_unit_test_setup(test_refs, setup),
+	    cmocka_unit_test_setup(test_putref_after_destroy, setup),
 	    cmocka_unit_test_setup(test_cookie_mixing, setup),
 	    cmocka_unit_test_setup(test_delete_handle_chains, setup),
 	    cmocka_unit_test_setup(test_init_fini, setup),

@@ -25,6 +25,7 @@
 
 #include <coffer/common.h>
 #include <coffer/hash.h>
+#include <coffer/store.h>
 
 #include "hashtable/htab_internal.h"
 
@@ -119,6 +120,53 @@ static void test_thread_exit_without_unregister(void **state)
 	assert_int_equal(frees, 40);
 	assert_int_equal(coffer_hhash_count(hh), 0);
 	assert_int_equal(coffer_fini(), 0);
+}
+
+/* ---- a thread that outlives the runtime -------------------------------------------- */
+
+static pthread_barrier_t outlive_b;
+
+static void *outliving_thread(void *arg)
+{
+	coffer_handle_t bogus = {.cookie = ((uint64_t)0x4242 << 8) | COFFER_HTYPE_CONN};
+	struct coffer_oid oid;
+	bool present;
+
+	(void)arg;
+	memset(&oid, 7, sizeof(oid));
+	/* A blocking call gives this thread its hidden EQ of blocking calls, even when the
+	 * call itself fails (no such connection). */
+	if (coffer_obj_contains(bogus, &oid, &present, NULL) >= 0)
+		return (void *)1;
+	pthread_barrier_wait(&outlive_b); /* main runs the last coffer_fini() */
+	pthread_barrier_wait(&outlive_b);
+	return NULL; /* the hidden EQ is released at exit, after the runtime is gone */
+}
+
+/* A thread that made a blocking call outlives the last coffer_fini() (a pool joined after
+ * shutdown): at its exit it drops its hidden EQ through the destroyed handle hash, which
+ * stays valid until then (it used to be freed at once: a use after free, SIGSEGV). The
+ * runtime then starts again. */
+static void test_thread_outlives_fini(void **state)
+{
+	pthread_t t;
+	void *ret;
+
+	(void)state;
+	assert_int_equal(pthread_barrier_init(&outlive_b, NULL, 2), 0);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(pthread_create(&t, NULL, outliving_thread, NULL), 0);
+	pthread_barrier_wait(&outlive_b);
+	assert_int_equal(coffer_fini(), 0);
+	assert_null(coffer_hhash_global());
+	pthread_barrier_wait(&outlive_b);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(coffer__rcu_barrier(), 0);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(coffer_hhash_count(coffer_hhash_global()), 0);
+	assert_int_equal(coffer_fini(), 0);
+	pthread_barrier_destroy(&outlive_b);
 }
 
 /* ---- fork ---------------------------------------------------------------------------- */
@@ -418,6 +466,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_environment),
 	    cmocka_unit_test(test_thread_exit_without_unregister),
+	    cmocka_unit_test(test_thread_outlives_fini),
 	    cmocka_unit_test(test_fork),
 	    cmocka_unit_test(test_host_uses_liburcu),
 	    cmocka_unit_test(test_strerror),
