@@ -575,6 +575,9 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 
 	if (!hh || !oid || !oh || flags != 0)
 		return -EINVAL;
+	/* a handle of another type (an EQ, an object) is a wrong argument, as in every call */
+	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
+		return -EINVAL;
 	coffer__rcu_read_lock();
 	conn = coffer__conn_lookup_rcu(connh);
 	if (!conn)

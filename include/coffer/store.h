@@ -162,8 +162,9 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
  * The handle names (connection, ObjectID) for coffer_obj_create/seal/abort/get/release. The
  * object need not exist. Opening the same ID twice gives two independent handles.
  *
- * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, runtime not initialised); -ENOENT
- * (no such connection); -ENOTCONN (the connection is dead); -ENOMEM.
+ * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, @connh not a connection handle,
+ * runtime not initialised); -ENOENT (no such connection: closed, or never opened);
+ * -ENOTCONN (the connection is dead); -ENOMEM.
  * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
  * syscall, no store round trip.
  * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
@@ -388,8 +389,8 @@ COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid
  * @ev: NULL (blocking) or an event.
  *
  * For references taken by coffer_obj_get_bulk() (no handle needed).
- * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held, or no such connection);
- * -ENOTCONN; -EAGAIN (@ev only).
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held); -ENOTCONN (connection
+ * unknown, disconnected or dead); -EAGAIN (@ev only).
  */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev);
@@ -420,9 +421,12 @@ COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct c
  * @oid: the ObjectID.
  * @ev: NULL (blocking) or an event.
  *
- * New gets stop seeing it at once; its memory is freed after its last release.
- * Return (or ev_error): 0; -EINVAL; -ENOENT (not present or not sealed); -EBUSY (still
- * being created); -ENOTCONN; -EAGAIN (@ev only).
+ * New gets stop seeing it at once; its memory is freed after its last release. A replacement
+ * of it still being created (COFFER_CREATE_REPLACE) is a separate object and is not affected:
+ * its seal makes the ID visible again, with the new contents.
+ * Return (or ev_error): 0; -EINVAL; -ENOENT (not present or not sealed); -EBUSY (the only
+ * object of that ID is still being created, not a replacement); -ENOTCONN; -EAGAIN (@ev
+ * only).
  */
 COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid *oid,
 				 struct coffer_event *ev);

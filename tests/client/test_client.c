@@ -403,10 +403,13 @@ static void test_invalid_args(void **state)
 	assert_int_equal(coffer_obj_open(c, NULL, 0, &oh), -EINVAL);
 	assert_int_equal(coffer_obj_open(c, &oid, 0, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_open(c, &oid, 0x80, &oh), -EINVAL);
-	assert_int_equal(coffer_obj_open(COFFER_HANDLE_NULL, &oid, 0, &oh), -ENOENT);
+	assert_int_equal(coffer_obj_open(COFFER_HANDLE_NULL, &oid, 0, &oh), -EINVAL);
+	/* a connection-typed handle that names no connection */
+	assert_int_equal(coffer_obj_open((coffer_handle_t){.cookie = c.cookie + 16}, &oid, 0, &oh),
+			 -ENOENT);
 	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
-	/* an object handle is not a connection, and vice versa */
-	assert_true(coffer_obj_open(oh, &oid, 0, &eq) < 0);
+	/* an object handle is not a connection, and vice versa: -EINVAL, as in every call */
+	assert_int_equal(coffer_obj_open(oh, &oid, 0, &eq), -EINVAL);
 	assert_true(coffer_obj_seal(c, 0, NULL) < 0);
 	assert_int_equal(coffer_obj_create(oh, 1, 0x8, &wr, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_create(oh, 1, 0, NULL, NULL), -EINVAL);
