@@ -14,6 +14,18 @@
 # Environment: COFFER_HUGEPAGES=N (0 = do not touch vm.nr_hugepages), COFFER_SKIP_APT=1.
 set -euo pipefail
 
+case "${1:-}" in
+-h | --help)
+	sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+	exit 0
+	;;
+"") ;;
+*)
+	echo "setup: unknown argument '$1' (it takes none; see --help)" >&2
+	exit 2
+	;;
+esac
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 

@@ -178,7 +178,8 @@ static int try_huge(struct coffer__shm *s, uint64_t size, const char *dir, char 
 		}
 		if ((unsigned long)sfs.f_type != (unsigned long)HUGETLBFS_MAGIC) {
 			snprintf(err, errlen,
-				 "-d %s is not a hugetlbfs mount (mount -t hugetlbfs none %s)", dir,
+				 "-d %s is not a hugetlbfs mount (mount one on an empty directory: "
+				 "mkdir -p /mnt/huge && mount -t hugetlbfs none /mnt/huge)",
 				 dir);
 			return -EINVAL;
 		}

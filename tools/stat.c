@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	path[0] = '\0';
-	while ((c = getopt_long(argc, argv, ":s:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (strlen(optarg) >= sizeof(path) || optarg[0] == '\0') {
