@@ -1191,6 +1191,118 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 	return 0;
 }
 
+/* coffer__chan_submit_vec(): see runtime/client.h. */
+int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *evs,
+			    const struct coffer__reqd *reqs, unsigned int n)
+{
+	uint32_t idx[COFFER_GET_BULK_MAX];
+	struct coffer__chan *ch = NULL;
+	coffer_handle_t eqh, other;
+	unsigned int k = 0, launched;
+	bool bell = false;
+	int rc;
+
+	if (!evs || n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	rc = coffer__event_eq(evs[0], &eqh);
+	if (rc < 0)
+		return rc;
+	for (unsigned int i = 1; i < n; i++) {
+		rc = coffer__event_eq(evs[i], &other);
+		if (rc < 0)
+			return rc;
+		if (other.cookie != eqh.cookie)
+			return -EINVAL; /* one vector, one EQ, one channel */
+	}
+	rc = chan_get(connh, eqh, &ch);
+	if (rc < 0)
+		return rc;
+
+	/* Reserve up to n slots: what does not fit stays with the caller, untouched. */
+	coffer__spin_lock(&ch->submit);
+	if (ch->dead) {
+		rc = -ENOTCONN;
+	} else {
+		k = ch->entries - ch->inflight < n ? ch->entries - ch->inflight : n;
+		if (k == 0)
+			rc = -EAGAIN;
+		for (unsigned int i = 0; i < k; i++) {
+			idx[i] = ch->free[--ch->nfree];
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_RESERVED,
+					      memory_order_relaxed);
+			ch->slots[idx[i]].gen++;
+		}
+		__atomic_store_n(&ch->inflight, ch->inflight + k, __ATOMIC_RELAXED);
+	}
+	coffer__spin_unlock(&ch->submit);
+	if (rc < 0) {
+		chan_put(ch);
+		return rc;
+	}
+
+	/* Launch in order; the first failure ends the vector there. */
+	for (launched = 0; launched < k; launched++) {
+		rc = coffer__event_launch(evs[launched]);
+		if (rc < 0)
+			break;
+	}
+	if (launched < k) {
+		for (unsigned int i = launched; i < k; i++)
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
+					      memory_order_relaxed);
+		chan_free_slots(ch, idx + launched, k - launched);
+		k = launched;
+		if (k == 0) {
+			chan_put(ch);
+			return rc;
+		}
+	}
+
+	coffer__spin_lock(&ch->submit);
+	if (ch->dead) {
+		/* The store died between reservation and now: the launched events carry it. */
+		coffer__spin_unlock(&ch->submit);
+		for (unsigned int i = 0; i < k; i++)
+			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
+					      memory_order_relaxed);
+		chan_free_slots(ch, idx, k);
+		chan_put(ch);
+		for (unsigned int i = 0; i < k; i++)
+			coffer__event_complete(evs[i], -ENOTCONN);
+		return (int)k;
+	}
+	for (unsigned int i = 0; i < k; i++) {
+		struct chan_slot *s = &ch->slots[idx[i]];
+		const struct coffer__reqd *d = &reqs[i];
+
+		s->op = d->op;
+		s->out = (uint8_t)d->out;
+		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
+		s->ptr = d->ptr;
+		s->size_out = d->size_out;
+		s->buf = d->buf;
+		s->bulk = NULL;
+		s->ev = evs[i];
+		/* Release: the fields above are visible to a reaper that sees PENDING. */
+		atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
+		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
+		ch->prod++;
+	}
+	/* Publish as coffer__chan_submit() does (COFFER_BATCH, or CHAN_EARLY_PUBLISH while the
+	 * store is awake on this ring). */
+	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0 ||
+	    (ch->prod - ch->published >= CHAN_EARLY_PUBLISH &&
+	     !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED)))
+		bell = chan_publish_locked(ch);
+	else
+		atomic_store_explicit(&ch->unpub, 1, memory_order_relaxed);
+	coffer__spin_unlock(&ch->submit);
+	if (bell)
+		chan_ring_bell(ch->store_bell);
+	chan_put(ch);
+	return (int)k;
+}
+
 /* ---- connection-wide operations --------------------------------------------------------- */
 
 void coffer__conn_flush_channels(struct coffer__conn *conn)

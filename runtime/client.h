@@ -136,6 +136,20 @@ struct coffer__reqd {
 int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk);
 
+/*
+ * coffer__chan_submit_vec() - launch evs[i] for reqs[i] (one request per event, i < @n) on
+ * the channel of (@connh, the EQ of the events), with one channel pin and one submit-lock
+ * round trip for the whole vector.
+ * @evs: @n events, all on the same EQ (else -EINVAL, nothing launched).
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * Return: k >= 1 when evs[0..k) were launched (k < @n: the channel had room for only k, or
+ * the launch of evs[k] failed; evs[k..n) untouched); when nothing was launched, the errors of
+ * coffer__chan_submit() for a vector of one.
+ * Context: any thread; not inside an RCU read-side section.
+ */
+int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *evs,
+			    const struct coffer__reqd *reqs, unsigned int n);
+
 /* Frees every EQ binding that has no channel left and whose EQ was destroyed (eventq
  * detached its hook then). Context: any thread; takes coffer__client_lock. */
 void coffer__chan_release_bindings(void);

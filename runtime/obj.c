@@ -777,6 +777,29 @@ COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid
 			ev);
 }
 
+/* coffer_obj_get_oid_vec(): see coffer/store.h. */
+COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer_get_vec *gets,
+				      unsigned int n, int64_t timeout_us)
+{
+	struct coffer__reqd d[COFFER_GET_BULK_MAX];
+	struct coffer_event *evs[COFFER_GET_BULK_MAX];
+
+	if (!gets || n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		if (!gets[i].ev || !gets[i].data)
+			return -EINVAL; /* no blocking form: one call, many events */
+		evs[i] = gets[i].ev;
+		d[i] = (struct coffer__reqd){.op = COFFER_OP_GET,
+					     .oid = &gets[i].oid,
+					     .timeout_us = timeout_us,
+					     .out = COFFER__OUT_GET,
+					     .ptr = (void *)gets[i].data,
+					     .size_out = gets[i].size};
+	}
+	return coffer__chan_submit_vec(connh, evs, d, n);
+}
+
 /* coffer_obj_release_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev)

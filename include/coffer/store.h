@@ -58,6 +58,17 @@ struct coffer_obj_buf {
 	int status;	  /* 0, -ENOENT (missing or unsealed at timeout), or another -errno */
 };
 
+/*
+ * One get of coffer_obj_get_oid_vec(), read during the call only (nothing of it needs to
+ * outlive the call but what data and size point to).
+ */
+struct coffer_get_vec {
+	struct coffer_oid oid;	 /* the ObjectID */
+	struct coffer_event *ev; /* completes this get; all events of one call on one EQ */
+	const void **data;	 /* out at completion with 0: read-only pointer into the arena */
+	uint64_t *size;		 /* out at completion with 0 (may be NULL): size in bytes */
+};
+
 /* Statistics of the store, as coffer_store_query() and coffer-stat report them. */
 struct coffer_store_info {
 	uint64_t capacity_bytes;
@@ -381,6 +392,41 @@ COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_o
 COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				  int64_t timeout_us, const void **data, uint64_t *size,
 				  struct coffer_event *ev);
+
+/**
+ * coffer_obj_get_oid_vec() - launch up to @n independent gets by ObjectID as one submission.
+ * @connh: a connection.
+ * @gets: @n gets (read during the call only); *gets[i].data and *gets[i].size are written
+ *        when gets[i].ev completes with ev_error 0, so they must stay valid until then.
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @timeout_us: per get, as for coffer_obj_get() (0 = do not wait, negative = forever).
+ *
+ * Each get is exactly coffer_obj_get_oid(@connh, &gets[i].oid, @timeout_us, gets[i].data,
+ * gets[i].size, gets[i].ev): its own request, its own event, its own result (-ENOENT for a
+ * missing object arrives through its event), its own reference (release it with
+ * coffer_obj_release_oid() or coffer_obj_release_oid_bulk()). What the vector saves is the
+ * per-call work of the channel: one connection lookup, one channel pin and two submit-lock
+ * round trips for the whole vector instead of per get, and its ring entries are written back
+ * to back, so their cache-line transfers to the store overlap instead of each stalling the
+ * next atomic instruction. Unlike coffer_obj_get_bulk(), the gets complete independently (no
+ * shared state, no allocation, no waiting for the slowest).
+ *
+ * Partial launch: when the channel has room for only k < @n requests, or the launch of
+ * gets[k].ev fails (e.g. -EBUSY: it is still running), gets[0..k) are launched and k is
+ * returned; the events of gets[k..n) were not launched (submit them again later, or one by
+ * one with coffer_obj_get_oid() to learn the error).
+ * Return: 1..@n, the number of gets launched (gets[0..return)); or, when none was launched:
+ * -EINVAL (@n out of range, NULL @gets, a NULL event or data pointer, events on different
+ * EQs or not initialised, not a connection handle); -ENOTCONN (unknown, disconnected or dead
+ * connection); -EAGAIN (the channel is full); -EBUSY (gets[0].ev is running); -ENOENT (its
+ * EQ is being destroyed); -ENOMEM or another error from opening the channel.
+ * Threads: any thread; each event belongs to the caller again once it completed.
+ * Lifetime: *gets[i].data stays valid until the matching release.
+ * Source: Linux io_uring's batched submission (many SQEs, one io_uring_enter()), applied to
+ * coffer's channel.
+ */
+COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer_get_vec *gets,
+				      unsigned int n, int64_t timeout_us);
 
 /**
  * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.

@@ -893,6 +893,137 @@ static void test_oid_ops(void **state)
 	expect_handles_closed(t);
 }
 
+/* Waits until every event of @evs[0..n) completed; errs[i] gets evs[i]'s ev_error. */
+static void wait_set(coffer_handle_t eq, struct coffer_event *evs, int n, int *errs)
+{
+	struct coffer_event *done[8];
+	int got = 0;
+
+	for (int tries = 0; got < n && tries < 1000; tries++) {
+		int k = coffer_eq_poll(eq, 1, 100000, 8, done);
+
+		assert_true(k >= 0);
+		for (int j = 0; j < k; j++) {
+			assert_true(done[j] >= evs && done[j] < evs + n);
+			errs[done[j] - evs] = done[j]->ev_error;
+			got++;
+		}
+	}
+	assert_int_equal(got, n);
+}
+
+/* coffer_obj_get_oid_vec(): arguments, independent results, partial launch, dead connection. */
+static void test_get_oid_vec(void **state)
+{
+	struct tctx *t = *state;
+	enum { N = 12, MISSING = 5 };
+	coffer_handle_t c, eq, eq2;
+	struct coffer_event ev[N], other;
+	struct coffer_get_vec gv[N];
+	struct coffer_oid oids[N];
+	const void *rd[N], *one;
+	uint64_t sz[N];
+	int errs[N];
+	void *wr;
+
+	for (int i = 0; i < N; i++)
+		make_oid(&oids[i], 9, (uint64_t)i);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_eq_create(&eq2), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+	assert_int_equal(coffer_event_init(&other, eq2, NULL), 0);
+	/* every block but MISSING exists, sealed, with its own size and contents */
+	for (int i = 0; i < N; i++) {
+		if (i == MISSING)
+			continue;
+		assert_int_equal(
+		    coffer_obj_create_oid(c, &oids[i], 700 + (uint64_t)i, 0, &wr, NULL), 0);
+		fill(wr, 700 + (uint64_t)i, 40 + (uint64_t)i);
+		assert_int_equal(coffer_obj_seal_oid(c, &oids[i], COFFER_SEAL_RELEASE, NULL), 0);
+	}
+	for (int i = 0; i < N; i++)
+		gv[i] = (struct coffer_get_vec){
+		    .oid = oids[i], .ev = &ev[i], .data = &rd[i], .size = &sz[i]};
+
+	/* arguments: nothing is launched (every event can still be launched afterwards) */
+	assert_int_equal(coffer_obj_get_oid_vec(c, NULL, 1, 0), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, 0, 0), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, COFFER_GET_BULK_MAX + 1, 0), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid_vec(COFFER_HANDLE_NULL, gv, N, 0), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid_vec(eq, gv, N, 0), -EINVAL); /* not a connection */
+	gv[3].ev = NULL;
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, N, 0), -EINVAL);
+	gv[3].ev = &ev[3];
+	gv[4].data = NULL;
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, N, 0), -EINVAL);
+	gv[4].data = &rd[4];
+	gv[7].ev = &other; /* another EQ, hence another channel */
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, N, 0), -EINVAL);
+	gv[7].ev = &ev[7];
+
+	/* all at once: each get completes alone, with its own result, size and data */
+	for (int i = 0; i < N; i++) {
+		rd[i] = NULL;
+		sz[i] = 0;
+	}
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, N, 0), N);
+	assert_int_equal(coffer_flush(c), 0);
+	wait_set(eq, ev, N, errs);
+	for (int i = 0; i < N; i++) {
+		if (i == MISSING) {
+			assert_int_equal(errs[i], -ENOENT);
+			continue;
+		}
+		assert_int_equal(errs[i], 0);
+		assert_int_equal(sz[i], 700 + (uint64_t)i);
+		assert_true(check(rd[i], sz[i], 40 + (uint64_t)i));
+	}
+	/* each found get holds one reference: releasing them all succeeds exactly once */
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_obj_release_oid(c, &oids[i], NULL),
+				 i == MISSING ? -ENOENT : 0);
+	assert_int_equal(coffer_obj_release_oid(c, &oids[0], NULL), -ENOENT);
+
+	/* size may be NULL */
+	gv[0].size = NULL;
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, 1, 0), 1);
+	assert_int_equal(wait_ev(eq, &ev[0]), 0);
+	assert_true(check(rd[0], 700, 40));
+	assert_int_equal(coffer_obj_release_oid(c, &oids[0], NULL), 0);
+	gv[0].size = &sz[0];
+
+	/* partial launch: ev[2] still belongs to an earlier get (not reaped), so gets[0..2)
+	 * go out and 2 is returned; ev[2]'s own get is unaffected */
+	assert_int_equal(coffer_obj_get_oid(c, &oids[6], 0, &one, NULL, &ev[2]), 0);
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, 4, 0), 2);
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv + 2, 2, 0), -EBUSY);
+	assert_int_equal(coffer_flush(c), 0);
+	wait_set(eq, ev, 3, errs);
+	assert_true(errs[0] == 0 && errs[1] == 0 && errs[2] == 0);
+	assert_true(check(rd[0], 700, 40) && check(rd[1], 701, 41) && check(one, 706, 46));
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_obj_release_oid(c, &oids[i], NULL), 0);
+	assert_int_equal(coffer_obj_release_oid(c, &oids[6], NULL), 0);
+	assert_int_equal(coffer_obj_release_oid(c, &oids[3], NULL), -ENOENT); /* never got */
+
+	for (int i = 0; i < N; i++)
+		(void)coffer_obj_delete(c, &oids[i], NULL);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_event_fini(&other), 0);
+	assert_int_equal(coffer_eq_destroy(eq2, 0), 0);
+	/* a dead connection */
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_event_init(&ev[0], eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid_vec(c, gv, 1, 0), -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&ev[0]), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- other processes ------------------------------------------------------------------ */
 
 /* Child: the inherited connection is dead; a new one works. Exit status 0 on success. */
@@ -1577,6 +1708,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
