@@ -84,6 +84,8 @@
 #include <coffer/hash.h>
 #include <coffer/store.h>
 
+#include "runtime/proto_util.h"
+
 #if FIO_IOOPS_VERSION != 31
 #error "perf/fio/coffer_engine.c is written against fio 3.33 (FIO_IOOPS_VERSION 31)"
 #endif
@@ -645,6 +647,7 @@ static int cf_init(struct thread_data *td)
 	 * coffer_spin_us arrives here as a huge unsigned value. */
 	if (o->spin_us > 1000000) {
 		log_err("fio: coffer: coffer_spin_us must be 0..1000000 microseconds\n");
+		td_verror(td, EINVAL, "coffer_spin_us");
 		return 1;
 	}
 	cd = calloc(1, sizeof(*cd));
@@ -677,9 +680,13 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_connect(path, &cd->conn);
 	if (rc < 0) {
+		char defpath[108] = "its default socket";
+
+		/* name the path the runtime tried (set coffer_socket or COFFER_SOCKET otherwise) */
+		if (!path && coffer__default_socket_path(defpath, sizeof(defpath)) != 0)
+			snprintf(defpath, sizeof(defpath), "its default socket");
 		log_err("fio: coffer: cannot connect to coffer-store at %s: %s%s\n",
-			path ? path : "its default socket", cf_strerror(rc),
-			rc == -EINVAL ? CF_ENV_HINT : "");
+			path ? path : defpath, cf_strerror(rc), rc == -EINVAL ? CF_ENV_HINT : "");
 		cd->conn = COFFER_HANDLE_NULL;
 		td_verror(td, -rc, "coffer_connect");
 		return 1;
