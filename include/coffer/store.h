@@ -221,7 +221,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    segment or a malformed status completes that event with -EPROTO.
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
- *    round trip on the socket).
+ *    round trip on the socket: even with an event it then waits for the store, up to
+ *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one).
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (64, sent in
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE.
