@@ -1097,69 +1097,65 @@ static void chan_fill_req(struct coffer_req *r, const struct coffer__reqd *d, ui
 	r->timeout_us = d->timeout_us;
 }
 
-int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
-			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk)
+/*
+ * Reserves up to @n free slots of @ch into @idx: exactly @n, or (@partial) as many as are
+ * free. Return: the number reserved (> 0); -ENOTCONN (channel dead); -EAGAIN (no room).
+ * Context: takes the submit lock.
+ */
+static int chan_reserve(struct coffer__chan *ch, unsigned int n, bool partial, uint32_t *idx)
 {
-	uint32_t idx[COFFER_GET_BULK_MAX];
-	struct coffer__chan *ch = NULL;
-	coffer_handle_t eqh;
-	bool bell = false;
+	unsigned int k;
 	int rc;
 
-	if (n < 1 || n > COFFER_GET_BULK_MAX)
-		return -EINVAL;
-	rc = coffer__event_eq(ev, &eqh);
-	if (rc < 0)
-		return rc;
-	rc = chan_get(connh, eqh, &ch);
-	if (rc < 0)
-		return rc;
-
-	/* Reserve n slots before launching: a full channel leaves the event untouched. */
 	coffer__spin_lock(&ch->submit);
+	k = ch->entries - ch->inflight < n ? ch->entries - ch->inflight : n;
 	if (ch->dead)
 		rc = -ENOTCONN;
-	else if (ch->entries - ch->inflight < n)
+	else if (k == 0 || (k < n && !partial))
 		rc = -EAGAIN;
 	else {
-		for (unsigned int i = 0; i < n; i++) {
+		for (unsigned int i = 0; i < k; i++) {
 			idx[i] = ch->free[--ch->nfree];
 			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_RESERVED,
 					      memory_order_relaxed);
 			ch->slots[idx[i]].gen++;
 		}
-		__atomic_store_n(&ch->inflight, ch->inflight + n, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->inflight, ch->inflight + k, __ATOMIC_RELAXED);
+		rc = (int)k;
 	}
 	coffer__spin_unlock(&ch->submit);
-	if (rc < 0) {
-		chan_put(ch);
-		return rc;
-	}
+	return rc;
+}
 
-	rc = coffer__event_launch(ev);
-	if (rc < 0) {
-		for (unsigned int i = 0; i < n; i++)
-			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
-					      memory_order_relaxed);
-		chan_free_slots(ch, idx, n);
-		chan_put(ch);
-		return rc;
-	}
+/* Gives back @k reserved slots that were never queued. */
+static void chan_unreserve(struct coffer__chan *ch, const uint32_t *idx, unsigned int k)
+{
+	for (unsigned int i = 0; i < k; i++)
+		atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE, memory_order_relaxed);
+	chan_free_slots(ch, idx, k);
+}
+
+/*
+ * Fills the @k reserved slots @idx with @reqs - slot i completes @evs[i], or @ev (with
+ * @bulk) when @evs is NULL - queues them on the request ring and publishes at COFFER_BATCH
+ * queued requests, or at CHAN_EARLY_PUBLISH while the store is awake on this ring.
+ * Return: true; false when the channel died since the reservation (the slots are given back,
+ * nothing was queued: the caller completes its launched events with -ENOTCONN).
+ * Context: takes the submit lock; the caller holds its pin on @ch.
+ */
+static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
+		       const uint32_t *idx, unsigned int k, struct coffer_event *ev,
+		       struct coffer_event *const *evs, struct coffer__bulk *bulk)
+{
+	bool bell = false;
 
 	coffer__spin_lock(&ch->submit);
 	if (ch->dead) {
-		/* The store died between reservation and now: the launched event carries it. */
 		coffer__spin_unlock(&ch->submit);
-		for (unsigned int i = 0; i < n; i++)
-			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
-					      memory_order_relaxed);
-		chan_free_slots(ch, idx, n);
-		chan_put(ch);
-		free(bulk);
-		coffer__event_complete(ev, -ENOTCONN);
-		return 0;
+		chan_unreserve(ch, idx, k);
+		return false;
 	}
-	for (unsigned int i = 0; i < n; i++) {
+	for (unsigned int i = 0; i < k; i++) {
 		struct chan_slot *s = &ch->slots[idx[i]];
 		const struct coffer__reqd *d = &reqs[i];
 
@@ -1170,14 +1166,13 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 		s->size_out = d->size_out;
 		s->buf = d->buf;
 		s->bulk = bulk;
-		s->ev = ev;
+		s->ev = evs ? evs[i] : ev;
 		/* Release: the fields above are visible to a reaper that sees PENDING. */
 		atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
 		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
 		ch->prod++;
 	}
-	/* Publish at COFFER_BATCH queued requests, or at CHAN_EARLY_PUBLISH while the store
-	 * is awake on this ring (relaxed: a hint; chan_publish_locked() does the handshake). */
+	/* relaxed consumer_sleeping: a hint; chan_publish_locked() does the handshake */
 	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0 ||
 	    (ch->prod - ch->published >= CHAN_EARLY_PUBLISH &&
 	     !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED)))
@@ -1187,6 +1182,45 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 	coffer__spin_unlock(&ch->submit);
 	if (bell)
 		chan_ring_bell(ch->store_bell);
+	return true;
+}
+
+/* coffer__chan_submit(): see runtime/client.h. */
+int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
+			const struct coffer__reqd *reqs, unsigned int n, struct coffer__bulk *bulk)
+{
+	uint32_t idx[COFFER_GET_BULK_MAX];
+	struct coffer__chan *ch = NULL;
+	coffer_handle_t eqh;
+	int rc;
+
+	if (n < 1 || n > COFFER_GET_BULK_MAX)
+		return -EINVAL;
+	rc = coffer__event_eq(ev, &eqh);
+	if (rc < 0)
+		return rc;
+	rc = chan_get(connh, eqh, &ch);
+	if (rc < 0)
+		return rc;
+	/* Reserve n slots before launching: a full channel leaves the event untouched. */
+	rc = chan_reserve(ch, n, false, idx);
+	if (rc < 0) {
+		chan_put(ch);
+		return rc;
+	}
+	rc = coffer__event_launch(ev);
+	if (rc < 0) {
+		chan_unreserve(ch, idx, n);
+		chan_put(ch);
+		return rc;
+	}
+	if (!chan_queue(ch, reqs, idx, n, ev, NULL, bulk)) {
+		/* The store died between reservation and now: the launched event carries it. */
+		chan_put(ch);
+		free(bulk);
+		coffer__event_complete(ev, -ENOTCONN);
+		return 0;
+	}
 	chan_put(ch);
 	return 0;
 }
@@ -1198,8 +1232,7 @@ int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *e
 	uint32_t idx[COFFER_GET_BULK_MAX];
 	struct coffer__chan *ch = NULL;
 	coffer_handle_t eqh, other;
-	unsigned int k = 0, launched;
-	bool bell = false;
+	unsigned int k, launched;
 	int rc;
 
 	if (!evs || n < 1 || n > COFFER_GET_BULK_MAX)
@@ -1217,29 +1250,13 @@ int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *e
 	rc = chan_get(connh, eqh, &ch);
 	if (rc < 0)
 		return rc;
-
 	/* Reserve up to n slots: what does not fit stays with the caller, untouched. */
-	coffer__spin_lock(&ch->submit);
-	if (ch->dead) {
-		rc = -ENOTCONN;
-	} else {
-		k = ch->entries - ch->inflight < n ? ch->entries - ch->inflight : n;
-		if (k == 0)
-			rc = -EAGAIN;
-		for (unsigned int i = 0; i < k; i++) {
-			idx[i] = ch->free[--ch->nfree];
-			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_RESERVED,
-					      memory_order_relaxed);
-			ch->slots[idx[i]].gen++;
-		}
-		__atomic_store_n(&ch->inflight, ch->inflight + k, __ATOMIC_RELAXED);
-	}
-	coffer__spin_unlock(&ch->submit);
+	rc = chan_reserve(ch, n, true, idx);
 	if (rc < 0) {
 		chan_put(ch);
 		return rc;
 	}
-
+	k = (unsigned int)rc;
 	/* Launch in order; the first failure ends the vector there. */
 	for (launched = 0; launched < k; launched++) {
 		rc = coffer__event_launch(evs[launched]);
@@ -1247,58 +1264,20 @@ int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *e
 			break;
 	}
 	if (launched < k) {
-		for (unsigned int i = launched; i < k; i++)
-			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
-					      memory_order_relaxed);
-		chan_free_slots(ch, idx + launched, k - launched);
+		chan_unreserve(ch, idx + launched, k - launched);
 		k = launched;
 		if (k == 0) {
 			chan_put(ch);
 			return rc;
 		}
 	}
-
-	coffer__spin_lock(&ch->submit);
-	if (ch->dead) {
+	if (!chan_queue(ch, reqs, idx, k, NULL, evs, NULL)) {
 		/* The store died between reservation and now: the launched events carry it. */
-		coffer__spin_unlock(&ch->submit);
-		for (unsigned int i = 0; i < k; i++)
-			atomic_store_explicit(&ch->slots[idx[i]].state, SLOT_FREE,
-					      memory_order_relaxed);
-		chan_free_slots(ch, idx, k);
 		chan_put(ch);
 		for (unsigned int i = 0; i < k; i++)
 			coffer__event_complete(evs[i], -ENOTCONN);
 		return (int)k;
 	}
-	for (unsigned int i = 0; i < k; i++) {
-		struct chan_slot *s = &ch->slots[idx[i]];
-		const struct coffer__reqd *d = &reqs[i];
-
-		s->op = d->op;
-		s->out = (uint8_t)d->out;
-		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
-		s->ptr = d->ptr;
-		s->size_out = d->size_out;
-		s->buf = d->buf;
-		s->bulk = NULL;
-		s->ev = evs[i];
-		/* Release: the fields above are visible to a reaper that sees PENDING. */
-		atomic_store_explicit(&s->state, SLOT_PENDING, memory_order_release);
-		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
-		ch->prod++;
-	}
-	/* Publish as coffer__chan_submit() does (COFFER_BATCH, or CHAN_EARLY_PUBLISH while the
-	 * store is awake on this ring). */
-	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0 ||
-	    (ch->prod - ch->published >= CHAN_EARLY_PUBLISH &&
-	     !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED)))
-		bell = chan_publish_locked(ch);
-	else
-		atomic_store_explicit(&ch->unpub, 1, memory_order_relaxed);
-	coffer__spin_unlock(&ch->submit);
-	if (bell)
-		chan_ring_bell(ch->store_bell);
 	chan_put(ch);
 	return (int)k;
 }
