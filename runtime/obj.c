@@ -311,7 +311,7 @@ struct obj_ctx {
 	coffer_handle_t eqh;
 	struct coffer_event ev;
 	bool stale; /* inherited across fork(): replace before use */
-	bool gone;  /* its EQ no longer exists (coffer_fini() ran): drop without touching it */
+	bool gone;  /* its EQ no longer exists (coffer_fini() ran): replace before use */
 };
 
 static __thread struct obj_ctx *t_ctx;
@@ -341,10 +341,10 @@ static int ctx_get(struct obj_ctx **cp)
 	if (c && (c->stale || c->gone)) {
 		t_ctx = NULL;
 		pthread_setspecific(g_ctx_key, NULL);
-		if (c->gone)
-			free(c); /* its EQ (and the event's view of it) died with the runtime */
-		else
-			ctx_destroy(c);
+		/* Also when its EQ died with an earlier runtime (gone): the event still holds
+		 * a reference on that EQ's record, which keeps the destroyed handle hash alive
+		 * until it is dropped here (the stale EQ handle is simply not found). */
+		ctx_destroy(c);
 		c = NULL;
 	}
 	if (c) {
