@@ -58,11 +58,43 @@ long coffer__log_rl_check(struct coffer__log_rl *rl, uint64_t now_us)
 	return dropped;
 }
 
+static struct coffer__log_rl *rl_sites; /* every call site that logged once */
+
+void coffer__log_rl_flush(uint64_t now_us)
+{
+	for (struct coffer__log_rl *rl = rl_sites; rl; rl = rl->next)
+		if (rl->suppressed > 0 && now_us - rl->window_start_us >= COFFER_LOG_RL_WINDOW_US) {
+			coffer__log(rl->level, "(%lu similar messages suppressed: %s)",
+				    rl->suppressed, rl->fmt);
+			rl->suppressed = 0;
+			rl->printed = 0; /* the next line opens a new window */
+		}
+}
+
+uint64_t coffer__log_rl_deadline(void)
+{
+	uint64_t dl = UINT64_MAX;
+
+	for (struct coffer__log_rl *rl = rl_sites; rl; rl = rl->next)
+		if (rl->suppressed > 0 && rl->window_start_us + COFFER_LOG_RL_WINDOW_US < dl)
+			dl = rl->window_start_us + COFFER_LOG_RL_WINDOW_US;
+	return dl;
+}
+
 void coffer__log_rl(struct coffer__log_rl *rl, int level, const char *fmt, ...)
 {
-	long dropped = coffer__log_rl_check(rl, coffer__now_us());
+	long dropped = 0;
 	va_list ap;
 
+	if (!rl->registered) {
+		rl->registered = 1;
+		rl->fmt = fmt;
+		rl->level = level;
+		rl->next = rl_sites;
+		rl_sites = rl;
+	}
+	if (coffer__log_level < COFFER_LOG_DEBUG)
+		dropped = coffer__log_rl_check(rl, coffer__now_us());
 	if (dropped < 0)
 		return;
 	if (dropped > 0)

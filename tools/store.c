@@ -143,7 +143,7 @@ static void doom(struct sess *s, const char *why)
 {
 	if (s->doomed)
 		return;
-	COFFER_LOG(COFFER_LOG_INFO, "client pid %d: closing (%s)", (int)s->pid, why);
+	COFFER_LOG_RL(COFFER_LOG_INFO, "client pid %d: closing (%s)", (int)s->pid, why);
 	s->doomed = 1;
 	coffer__dl_add_tail(s->doomed_list, &s->doomed_link);
 }
@@ -832,8 +832,8 @@ static void sess_kill(struct store *st, struct sess *s)
 	coffer__dl_del(&s->link);
 	free(s->sock_reps);
 	st->nclients--;
-	COFFER_LOG(COFFER_LOG_INFO, "client pid %d gone; %" PRIu64 " clients", (int)s->pid,
-		   st->nclients);
+	COFFER_LOG_RL(COFFER_LOG_INFO, "client pid %d gone; %" PRIu64 " clients", (int)s->pid,
+		      st->nclients);
 	free(s);
 }
 
@@ -935,8 +935,8 @@ static void do_accept(struct store *st)
 		}
 		coffer__dl_add_tail(&st->sessions, &s->link);
 		st->nclients++;
-		COFFER_LOG(COFFER_LOG_INFO, "client pid %d connected; %" PRIu64 " clients",
-			   (int)s->pid, st->nclients);
+		COFFER_LOG_RL(COFFER_LOG_INFO, "client pid %d connected; %" PRIu64 " clients",
+			      (int)s->pid, st->nclients);
 	}
 }
 
@@ -1311,6 +1311,8 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 			dl = coffer__ot_next_deadline(st->ot);
 			if (st->listen_paused && st->resume_listen_us < dl)
 				dl = st->resume_listen_us;
+			if (coffer__log_rl_deadline() < dl) /* a flood's count to log */
+				dl = coffer__log_rl_deadline();
 			if (dl == UINT64_MAX)
 				timeout = -1;
 			else if (dl <= now)
@@ -1337,8 +1339,10 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 			dispatch(st, &evs[i]);
 		flush_dirty(st);
 		reap(st);
+		coffer__log_rl_flush(last_epoll); /* counts of floods that ended */
 	}
 	teardown(st);
+	coffer__log_rl_flush(UINT64_MAX);
 	free(st);
 	COFFER_LOG(COFFER_LOG_NOTICE, "stopped");
 	return rc;

@@ -38,8 +38,9 @@ static const char usage[] =
     "SIGTERM, SIGINT or SIGHUP (removes the socket). Exit status: 0 clean stop, 1 start-up "
     "failure,\n"
     "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n"
-    "Warnings that clients can provoke (refused connects, protocol violations) are logged at\n"
-    "most 10 per 5 s of each kind; the next line logged says how many were dropped.\n";
+    "Lines that clients can provoke (refused connects, protocol violations; with -v their\n"
+    "connects and disconnects) are logged at most 10 per 5 s of each kind, then counted:\n"
+    "the count is logged once the 5 s are over (or at stop). -vv logs everything.\n";
 
 static int bad(const char *fmt, const char *arg)
 {

@@ -2,7 +2,8 @@
 /*
  * tests/store/log_test.c - the store log's rate limit (tools/log.h) in-process: a burst is
  * printed, the rest of the window is dropped and counted, and the first line of the next
- * window reports the count; separate call sites do not share a budget.
+ * window reports the count; separate call sites do not share a budget; a flood that ends is
+ * reported by the flush.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,12 +54,41 @@ static void test_quiet_site_never_drops(void **state)
 		assert_int_equal(coffer__log_rl_check(&rl, s * 1000000u), 0);
 }
 
+/* A flood that ends leaves its count: coffer__log_rl_flush() reports it once the window is
+ * over (and the store sleeps no longer than coffer__log_rl_deadline()); -vv drops nothing. */
+static void test_flush_after_flood(void **state)
+{
+	static struct coffer__log_rl rl;
+	uint64_t dl;
+
+	(void)state;
+	coffer__log_level = COFFER_LOG_WARN;
+	assert_int_equal(coffer__log_rl_deadline(), UINT64_MAX);
+	for (int i = 0; i < COFFER_LOG_RL_BURST + 7; i++)
+		coffer__log_rl(&rl, COFFER_LOG_WARN, "flood line %d", i);
+	assert_int_equal(rl.suppressed, 7);
+	dl = coffer__log_rl_deadline();
+	assert_int_equal(dl, rl.window_start_us + COFFER_LOG_RL_WINDOW_US);
+	coffer__log_rl_flush(dl - 1); /* window not over: nothing yet */
+	assert_int_equal(rl.suppressed, 7);
+	coffer__log_rl_flush(dl); /* logs "(7 similar messages suppressed: flood line %d)" */
+	assert_int_equal(rl.suppressed, 0);
+	assert_int_equal(coffer__log_rl_deadline(), UINT64_MAX);
+	/* debug level: every line is logged, none counted */
+	coffer__log_level = COFFER_LOG_DEBUG;
+	for (int i = 0; i < 3 * COFFER_LOG_RL_BURST; i++)
+		coffer__log_rl(&rl, COFFER_LOG_WARN, "flood line %d", i);
+	assert_int_equal(rl.suppressed, 0);
+	coffer__log_level = COFFER_LOG_NOTICE;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_burst_then_drop),
 	    cmocka_unit_test(test_sites_independent_and_time_zero),
 	    cmocka_unit_test(test_quiet_site_never_drops),
+	    cmocka_unit_test(test_flush_after_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
