@@ -401,20 +401,11 @@ static uint64_t obj_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* How long a blocking call on @connh waits for a live store: the longest get timeout among
- * @reqs plus the connection's store timeout (COFFER_STORE_TIMEOUT_MS); -1 (no bound) when a
- * get waits forever. */
-static int64_t obj_wait_budget_us(coffer_handle_t connh, const struct coffer__reqd *reqs,
-				  unsigned int n)
+/* The longest get timeout among @reqs in microseconds (0 without gets: the store answers
+ * everything else at once); -1 when a get waits forever. */
+static int64_t obj_longest_wait_us(const struct coffer__reqd *reqs, unsigned int n)
 {
-	int64_t longest = 0, store_ms = COFFER_CTL_TIMEOUT_MS;
-	struct coffer__conn *conn;
-
-	coffer__rcu_read_lock();
-	conn = coffer__conn_lookup_rcu(connh);
-	if (conn)
-		store_ms = conn->store_timeout_ms;
-	coffer__rcu_read_unlock();
+	int64_t longest = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
 		if (reqs[i].op != COFFER_OP_GET)
@@ -424,9 +415,22 @@ static int64_t obj_wait_budget_us(coffer_handle_t connh, const struct coffer__re
 		if (reqs[i].timeout_us > longest)
 			longest = reqs[i].timeout_us;
 	}
-	if (longest > INT64_MAX / 2)
-		return -1;
-	return longest + store_ms * 1000;
+	return longest > INT64_MAX / 2 ? -1 : longest;
+}
+
+/* The connection's store timeout (COFFER_STORE_TIMEOUT_MS) in microseconds. Looked up only
+ * once a blocking call has waited past its own timeout, never on the fast path. */
+static uint64_t obj_store_timeout_us(coffer_handle_t connh)
+{
+	uint64_t ms = COFFER_CTL_TIMEOUT_MS;
+	struct coffer__conn *conn;
+
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (conn)
+		ms = conn->store_timeout_ms;
+	coffer__rcu_read_unlock();
+	return ms * 1000;
 }
 
 /* The store did not answer in time: fail the connection with -ETIMEDOUT (its monitor then
@@ -489,19 +493,24 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	 * from then on. A get that waits forever (timeout < 0) is bounded only by the
 	 * connection monitor's liveness probe (conn.c), which fails the connection when a
 	 * stopped store does not answer it. */
-	int64_t budget_us = obj_wait_budget_us(connh, reqs, n);
+	int64_t own_us = obj_longest_wait_us(reqs, n);
 	uint64_t start = obj_now_us();
 	bool gave_up = false;
 
 	for (;;) {
-		int64_t slice = budget_us < 0 || gave_up ? -1 : 100 * 1000;
+		int64_t slice = own_us < 0 || gave_up ? -1 : 100 * 1000;
+		uint64_t waited;
 
 		rc = coffer_eq_poll(c->eqh, 1, slice, 1, &done);
 		if (rc == 1)
 			break;
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
 			return rc;
-		if (!gave_up && budget_us >= 0 && obj_now_us() - start > (uint64_t)budget_us) {
+		if (gave_up || own_us < 0)
+			continue;
+		waited = obj_now_us() - start;
+		if (waited > (uint64_t)own_us &&
+		    waited - (uint64_t)own_us > obj_store_timeout_us(connh)) {
 			obj_conn_give_up(connh);
 			gave_up = true;
 		}

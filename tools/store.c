@@ -1266,7 +1266,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		cfg->socket_path, st->shm.size, st->shm.hugepages);
 	last_work = coffer__now_us();
 	while (!st->stop) {
-		uint64_t now = coffer__now_us(), dl;
+		uint64_t now = coffer__now_us(), dl, log_dl;
 		unsigned int work;
 		int timeout = 0, n, i;
 		bool spinning;
@@ -1311,8 +1311,9 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 			dl = coffer__ot_next_deadline(st->ot);
 			if (st->listen_paused && st->resume_listen_us < dl)
 				dl = st->resume_listen_us;
-			if (coffer__log_rl_deadline() < dl) /* a flood's count to log */
-				dl = coffer__log_rl_deadline();
+			log_dl = coffer__log_rl_deadline(); /* a flood's count to log */
+			if (log_dl < dl)
+				dl = log_dl;
 			if (dl == UINT64_MAX)
 				timeout = -1;
 			else if (dl <= now)
