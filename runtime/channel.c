@@ -239,6 +239,8 @@ static bool chan_publish_locked(struct coffer__chan *ch)
 	 * our read of consumer_sleeping; pairs with the store's fence between setting
 	 * consumer_sleeping and re-reading prod. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* The same fence orders prod before the doorbell bit's load (proto.h). */
+	coffer__doorbell_ring(ch->conn->doorbell, ch->id);
 	return __atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED) != 0;
 }
 

@@ -181,6 +181,7 @@ struct coffer__conn {
 	int sock;
 	uint32_t segment;
 	struct coffer__seg *seg;
+	struct coffer_doorbell *doorbell; /* HELLO_REPLY's page: which channels published */
 	uint32_t max_channels;
 	uint32_t max_ring_entries;
 	uint32_t batch;		   /* publish threshold (requests) */

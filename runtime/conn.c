@@ -396,12 +396,30 @@ static void *conn_monitor(void *arg)
 
 /* ---- connect / disconnect ----------------------------------------------------------- */
 
+/* Maps the doorbell page the store passed in HELLO_REPLY (runtime/proto.h). Return: 0;
+ * -EPROTO (not a page-sized file: mapping it could fault); -ENOMEM. */
+static int doorbell_map(int fd, struct coffer_doorbell **db)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)COFFER_DOORBELL_BYTES)
+		return -EPROTO;
+	p = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return errno == ENOMEM ? -ENOMEM : -EPROTO;
+	*db = p;
+	return 0;
+}
+
 static void conn_free(struct coffer_hlink *link)
 {
 	struct coffer__conn *conn = CONN_OF(link);
 
 	if (conn->seg)
 		seg_put(conn->seg);
+	if (conn->doorbell)
+		munmap(conn->doorbell, COFFER_DOORBELL_BYTES);
 	pthread_mutex_destroy(&conn->ctl_lock);
 	pthread_mutex_destroy(&conn->chan_lock);
 	free(conn);
@@ -489,7 +507,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	char defpath[108];
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
-	int fd, arena_fd = -1, rc;
+	int fd, hello_fds[2] = {-1, -1}, arena_fd, rc;
 
 	if (!connh)
 		return -EINVAL;
@@ -524,13 +542,17 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	}
 	conn->sock = fd;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
-			      sizeof(hello), &arena_fd, 1);
+			      sizeof(hello), hello_fds, 2);
 	if (rc < 0)
 		goto err_free;
-	if (hello.arena_bytes == 0 || hello.max_channels == 0 ||
-	    hello.max_ring_entries < COFFER_RING_ENTRIES_MIN) {
-		close(arena_fd);
+	arena_fd = hello_fds[0];
+	rc = doorbell_map(hello_fds[1], &conn->doorbell);
+	close(hello_fds[1]);
+	if (rc == 0 && (hello.arena_bytes == 0 || hello.max_channels == 0 ||
+			hello.max_ring_entries < COFFER_RING_ENTRIES_MIN))
 		rc = -EPROTO;
+	if (rc < 0) {
+		close(arena_fd);
 		goto err_free;
 	}
 	conn->segment = hello.segment;

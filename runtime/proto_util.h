@@ -15,7 +15,8 @@
 
 #include "runtime/proto.h"
 
-/* Most file descriptors one socket message may carry (CHANNEL_OPEN_REPLY carries two). */
+/* Most file descriptors one socket message may carry (HELLO_REPLY and CHANNEL_OPEN_REPLY carry
+ * two). */
 #define COFFER_MSG_FDS_MAX 4
 
 /* Channel rings: limits the store enforces (and announces in HELLO_REPLY). */
@@ -23,6 +24,19 @@
 #define COFFER_RING_ENTRIES_DEFAULT 256u
 #define COFFER_RING_ENTRIES_MAX	    4096u
 #define COFFER_CHANNELS_MAX	    64u
+
+_Static_assert(COFFER_CHANNELS_MAX <= 64 * COFFER_DOORBELL_WORDS, "a doorbell bit per channel");
+
+/* Sets channel @id's bit on the doorbell page @db unless it is set (runtime/proto.h). Call
+ * after the full fence that follows the publish of req.prod. Context: any thread. */
+static inline void coffer__doorbell_ring(struct coffer_doorbell *db, uint32_t id)
+{
+	uint64_t *w = &db->word[id % COFFER_DOORBELL_WORDS].bits;
+	uint64_t bit = UINT64_C(1) << (id / COFFER_DOORBELL_WORDS);
+
+	if ((__atomic_load_n(w, __ATOMIC_RELAXED) & bit) == 0)
+		__atomic_fetch_or(w, bit, __ATOMIC_SEQ_CST);
+}
 
 /* RELEASE flag (additive, protocol version 1): req.size holds the arena offset of the exact
  * object to release (disambiguates an old and a new object of one ID after a replace). */

@@ -18,8 +18,14 @@
  * - Reply space is reserved when a request is taken: a request is taken only while
  *   (rep_prod - rep_cons) + waiting < entries, so a deferred get reply always finds a slot
  *   and the store never queues ring replies in its own memory (back-pressure instead).
+ * - Which rings a round looks at: only those whose bit the client set on its connection's
+ *   doorbell page since the last round (runtime/proto.h; exchanged with 0, then a fence),
+ *   plus those left with work; every ring after a wake-up and every
+ *   COFFER_DOORBELL_SWEEP_US. An idle channel costs a round nothing (before: a load of every
+ *   ring's prod per round, so hundreds of idle channels made every round trip 3-4x slower).
  * - Fairness: each round takes at most `budget` ring requests per client (over all its
- *   channels) and at most 16 socket messages per client; the channel order rotates.
+ *   channels) and at most 16 socket messages per client; the client order and each client's
+ *   channel order rotate.
  * - Spin: after activity the loop polls the rings for spin_us without a syscall per round
  *   (epoll_wait(0) for the sockets only every STORE_EPOLL_EVERY_US), yielding its core every
  *   STORE_YIELD_EVERY_US while it finds no work (a client may wait for that core). After
@@ -37,7 +43,7 @@
  *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, its
  *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
  * Source: Plasma store's event loop (plasma/store.cc), libuv's EMFILE reserve-fd trick,
- * virtio's event-index idea for doorbells.
+ * virtio's event-index idea for doorbells, NVMe/virtio shadow doorbells for the page.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +112,12 @@ struct sess {
 	pid_t pid;
 	uid_t uid;
 	struct chan *chans[COFFER_CHANNELS_MAX];
+	struct coffer_doorbell *db; /* the connection's doorbell page (proto.h), from HELLO */
+	int db_fd;
+	uint64_t open;	      /* bit i: chans[i] is open (COFFER_CHANNELS_MAX <= 64, below) */
+	uint64_t pending;     /* channels left with work last round: polled again without a bit */
+	unsigned int db_used; /* doorbell words some open channel maps to */
+	unsigned int rr;      /* rotates the channel looked at first each round */
 	struct coffer__dl outq;
 	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
 				       * batch is 8 KiB; most clients never wait on the socket) */
@@ -116,6 +128,8 @@ struct sess {
 	struct coffer__dl doomed_link;	/* on the store's doomed list once doomed */
 	struct coffer__dl *doomed_list; /* the store's doomed list */
 };
+
+_Static_assert(COFFER_CHANNELS_MAX <= 64, "sess.open and sess.pending are 64-bit masks");
 
 struct store {
 	const struct coffer__store_cfg *cfg;
@@ -130,6 +144,7 @@ struct store {
 	int sleeping;
 	uint32_t cpu;  /* 1 + the CPU the loop last ran on (0: unknown), as told to the rings */
 	int yield_now; /* replies went to a client that polls on our CPU */
+	int sweep;     /* next round polls every channel, doorbell bit or not */
 	uint64_t spin_until; /* keep polling the rings until then (us): a large create's copy */
 	uint64_t nclients;
 	struct coffer__dl sessions, chans, dirty_chans, dirty_sess, doomed;
@@ -421,7 +436,7 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
  * slot, immediate or reserved for a waiting get (a deferred reply delivered meanwhile moves one
  * from waiting to rep_prod), so the reply-space condition cannot change within a group; a client
  * doomed meanwhile stops the drain at once, as before. */
-static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget)
+static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget, bool *more)
 {
 	struct coffer_req reqs[DRAIN_BATCH];
 	uint64_t hash[DRAIN_BATCH];
@@ -429,6 +444,7 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 	unsigned int n = 0;
 	struct sess *s = c->s;
 
+	*more = false;
 	/* acquire: pairs with the client's release store of req.prod after writing entries */
 	prod = __atomic_load_n(&c->shm->req.prod, __ATOMIC_ACQUIRE);
 	if (prod == c->req_cons)
@@ -489,6 +505,8 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 			}
 		}
 	}
+	/* budget, reply room or a doomed client stopped us: look again next round */
+	*more = c->req_cons != prod;
 	if (n > 0) {
 		/* release: the client may reuse the slots once it sees cons (we copied them) */
 		__atomic_store_n(&c->shm->req.cons, c->req_cons, __ATOMIC_RELEASE);
@@ -503,6 +521,11 @@ static void chan_close(struct store *st, struct chan *c)
 
 	coffer__ot_drop_route(st->ot, &s->owner, c->id + 1);
 	s->chans[c->id] = NULL;
+	s->open &= ~(UINT64_C(1) << c->id);
+	s->pending &= ~(UINT64_C(1) << c->id);
+	s->db_used = 0;
+	for (uint64_t o = s->open; o != 0; o &= o - 1)
+		s->db_used |= 1u << ((unsigned int)__builtin_ctzll(o) % COFFER_DOORBELL_WORDS);
 	coffer__dl_del(&c->link);
 	if (c->dirty)
 		coffer__dl_del(&c->dirty_link);
@@ -525,6 +548,33 @@ static int is_eventfd(int fd)
 		return 0;
 	link[n] = '\0';
 	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+/*
+ * Creates a memfd of @bytes for a client to map (a channel's rings, a doorbell page), sealed
+ * against shrinking and growing so that the client cannot make the store fault, and maps it
+ * here, prefaulted. Return: 0 (*@fd, *@map set); -errno (nothing left open).
+ */
+static int shared_memfd(const char *name, size_t bytes, int *fd, void **map)
+{
+	int rc;
+
+	*map = NULL;
+	*fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0)
+		return -errno;
+	if (ftruncate(*fd, (off_t)bytes) != 0 ||
+	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		goto fail;
+	*map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, *fd, 0);
+	if (*map != MAP_FAILED)
+		return 0;
+	*map = NULL;
+fail:
+	rc = -errno;
+	close(*fd);
+	*fd = -1;
+	return rc;
 }
 
 static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep_efd,
@@ -557,19 +607,8 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	bytes = (bytes + page - 1) / page * page;
 	r->shm_bytes = bytes;
 	c->map_bytes = bytes;
-	c->memfd = memfd_create("coffer-chan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (c->memfd < 0)
+	if (shared_memfd("coffer-chan", bytes, &c->memfd, &c->map) != 0)
 		goto fail;
-	if (ftruncate(c->memfd, (off_t)bytes) != 0)
-		goto fail;
-	/* A client must not shrink the segment under the store (SIGBUS in the store). */
-	if (fcntl(c->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-		goto fail;
-	c->map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, c->memfd, 0);
-	if (c->map == MAP_FAILED) {
-		c->map = NULL;
-		goto fail;
-	}
 	c->shm = c->map;
 	c->shm->req.consumer_cpu = st->cpu; /* a hint, kept current by set_cpu() */
 	c->reqs = (struct coffer_req *)((char *)c->map + r->req_off);
@@ -594,6 +633,9 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	coffer__dl_init(&c->dirty_link);
 	coffer__dl_add_tail(&st->chans, &c->link);
 	s->chans[id] = c;
+	s->open |= UINT64_C(1) << id;
+	s->pending |= UINT64_C(1) << id; /* looked at once, bit or not */
+	s->db_used |= 1u << (id % COFFER_DOORBELL_WORDS);
 	return 0;
 fail:
 	fl = errno == EMFILE || errno == ENFILE ? -EMFILE : -ENOMEM;
@@ -736,12 +778,24 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		    .max_ring_entries = COFFER_RING_ENTRIES_MAX,
 		};
 
+		int rc, out[2];
+		void *db;
+
 		if (s->hello) {
 			send_error(st, s, -EPROTO, 1, "HELLO sent twice");
 			return;
 		}
+		rc = shared_memfd("coffer-doorbell", COFFER_DOORBELL_BYTES, &s->db_fd, &db);
+		if (rc != 0) {
+			send_error(st, s, rc == -EMFILE || rc == -ENFILE ? -EMFILE : -ENOMEM, 1,
+				   "HELLO: no doorbell page: %s", strerror(-rc));
+			return;
+		}
+		s->db = db;
 		s->hello = 1;
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), &st->shm.fd, 1);
+		out[0] = st->shm.fd;
+		out[1] = s->db_fd; /* kept open with the session: a steady fd count per client */
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 2);
 		return;
 	}
 	case COFFER_MSG_CHANNEL_OPEN:
@@ -821,6 +875,10 @@ static void sess_kill(struct store *st, struct sess *s)
 			chan_close(st, s->chans[i]);
 	(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 	close(s->fd);
+	if (s->db != NULL)
+		munmap(s->db, COFFER_DOORBELL_BYTES);
+	if (s->db_fd >= 0)
+		close(s->db_fd);
 	while (!coffer__dl_empty(&s->outq)) {
 		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
 
@@ -919,6 +977,7 @@ static void do_accept(struct store *st)
 		}
 		s->kind = K_SESS;
 		s->fd = fd;
+		s->db_fd = -1;
 		s->pid = uc.pid;
 		s->uid = uc.uid;
 		coffer__ot_owner_init(&s->owner);
@@ -942,7 +1001,7 @@ static void do_accept(struct store *st)
 
 /* ---------------------------------------------------------------- loop */
 
-/* While the loop spins after activity, it polls the rings every round but calls
+/* While the loop spins after activity, it polls the rung rings every round but calls
  * epoll_wait(0) (sockets, listener, signals) only this often, in microseconds. */
 #define STORE_EPOLL_EVERY_US 20u
 /* ... and gives its core away (sched_yield) this often while it finds no work. */
@@ -983,33 +1042,87 @@ static void flush_dirty(struct store *st)
 }
 
 /*
- * One round over every ring. Fairness is per client: each client may have at most `budget`
- * requests taken per round, spread over its channels, so a client with many channels or a
- * flooded ring cannot starve the others; the channel list rotates by one each round so no
- * channel is always first.
+ * Which of @s's channels to poll this round: those whose doorbell bits the client set since
+ * the last round (each non-zero word exchanged with 0), those left with work last round, and
+ * every open one when @sweep. The full fence after the exchanges pairs with the client's
+ * fence between publishing req.prod and looking at its bit (proto.h): a bit it found set is
+ * one we exchange only now, so its prod is visible to the loads that follow.
+ */
+static uint64_t sess_rung(struct sess *s, bool sweep)
+{
+	uint64_t chans = s->pending;
+	bool any = false;
+
+	for (unsigned int w = 0; w < COFFER_DOORBELL_WORDS; w++) {
+		uint64_t *word = &s->db->word[w].bits, v;
+
+		if (!(s->db_used & (1u << w)) || __atomic_load_n(word, __ATOMIC_RELAXED) == 0)
+			continue;
+		v = __atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST);
+		any = true;
+		/* bit b of word w is channel b * WORDS + w; bits past the last channel are
+		 * junk from a client and drop out of the mask below */
+		for (unsigned int b = 0; v != 0 && b < COFFER_CHANNELS_MAX / COFFER_DOORBELL_WORDS;
+		     b++, v >>= 1)
+			if (v & 1)
+				chans |= UINT64_C(1) << (b * COFFER_DOORBELL_WORDS + w);
+	}
+	if (any)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return (sweep ? s->open : chans) & s->open;
+}
+
+/*
+ * One round over the clients whose channels have work (sess_rung()). Fairness is per client:
+ * each client may have at most `budget` requests taken per round, spread over its channels
+ * from a first channel that rotates each round, so a client with many channels or a flooded
+ * ring cannot starve the others (what it has left is polled again next round); the client
+ * list rotates by one each round so no client is always first. An idle channel costs nothing
+ * here, an idle client one load per doorbell word it uses.
  */
 static unsigned int poll_rings(struct store *st)
 {
+	bool sweep = st->sweep;
 	unsigned int work = 0;
 	struct coffer__dl *p;
 
-	if (coffer__dl_empty(&st->chans))
+	if (coffer__dl_empty(&st->sessions))
 		return 0;
-	for (p = st->chans.next; p != &st->chans; p = p->next)
-		COFFER_DL_ENTRY(p, struct chan, link)->s->budget_left = st->cfg->budget;
-	for (p = st->chans.next; p != &st->chans; p = p->next) {
-		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
-		unsigned int n;
+	st->sweep = 0;
+	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
+		unsigned int budget = st->cfg->budget, first;
+		uint64_t chans, rot;
 
-		if (c->s->doomed || c->s->budget_left == 0)
+		if (s->doomed || s->open == 0)
 			continue;
-		n = chan_drain(st, c, c->s->budget_left);
-		c->s->budget_left -= n;
-		work += n;
+		chans = sess_rung(s, sweep);
+		s->pending = 0;
+		if (chans == 0)
+			continue;
+		first = s->rr++ % COFFER_CHANNELS_MAX;
+		rot = first ? chans >> first | chans << (64 - first) : chans;
+		while (rot != 0) {
+			unsigned int id =
+			    ((unsigned int)__builtin_ctzll(rot) + first) % COFFER_CHANNELS_MAX;
+			bool more = false;
+			unsigned int n;
+
+			rot &= rot - 1;
+			if (budget > 0 && !s->doomed) {
+				n = chan_drain(st, s->chans[id], budget, &more);
+				budget -= n;
+				work += n;
+			} else {
+				more = true;
+			}
+			if (more)
+				s->pending |= UINT64_C(1) << id;
+		}
 	}
-	p = st->chans.next;
+	p = st->sessions.next;
 	coffer__dl_del(p);
-	coffer__dl_add_tail(&st->chans, p);
+	coffer__dl_add_tail(&st->sessions, p);
 	return work;
 }
 
@@ -1238,7 +1351,7 @@ static void teardown(struct store *st)
 int coffer__store_run(const struct coffer__store_cfg *cfg)
 {
 	struct epoll_event evs[64];
-	uint64_t last_work, last_epoll = 0, last_yield = 0;
+	uint64_t last_work, last_epoll = 0, last_yield = 0, last_sweep = 0;
 	struct store *st;
 	int rc = 0;
 
@@ -1272,6 +1385,10 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		bool spinning;
 
 		coffer__ot_expire(st->ot, now);
+		if (now - last_sweep >= COFFER_DOORBELL_SWEEP_US) {
+			st->sweep = 1; /* serves a client that never sets its doorbell bits */
+			last_sweep = now;
+		}
 		if (st->listen_paused && now >= st->resume_listen_us) {
 			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &st->lkind};
 
@@ -1329,6 +1446,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		if (st->sleeping) {
 			set_sleeping(st, 0);
 			st->sleeping = 0;
+			st->sweep = 1;		      /* whatever rang, look at every ring once */
 			last_work = coffer__now_us(); /* spin a little after each wake-up */
 		}
 		if (n < 0 && errno != EINTR) {

@@ -31,6 +31,7 @@
 #include <coffer/coffer.h>
 
 #include "runtime/client.h"
+#include "runtime/proto.h"
 #include "store_fixture.h"
 
 #define coffer_conn_stray(c) coffer__conn_stray_replies(c)
@@ -150,7 +151,7 @@ static void test_blocking_basic(void **state)
 	bool present = true;
 
 	query(t, &info);
-	assert_int_equal(info.version, 1);
+	assert_int_equal(info.version, COFFER_PROTO_VERSION);
 	assert_true(info.capacity_bytes >= (64u << 20));
 	assert_int_equal(coffer_connect(t->store.sock, &c1), 0);
 	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);

@@ -14,7 +14,8 @@
  *   7  GET ok with another segment id                               -> -EPROTO
  * The client must map every lie to an error on that event only, count stray replies, and
  * on the corrupt ring complete everything pending with -ENOTCONN; nothing may crash (run
- * under ASan/UBSan too).
+ * under ASan/UBSan too). A second fake passes a doorbell page shorter than a page: touching
+ * it would raise SIGBUS, so coffer_connect() must refuse it with -EPROTO.
  */
 #include <errno.h>
 #include <poll.h>
@@ -47,7 +48,9 @@ struct fake {
 	char path[100];
 	int lsock;
 	pthread_t tid;
-	int errors; /* protocol steps that went wrong on the fake's side */
+	int errors;	     /* protocol steps that went wrong on the fake's side */
+	bool short_doorbell; /* answer HELLO with a 100-byte doorbell page, then wait for EOF */
+	bool joined;
 	atomic_int stop;
 };
 
@@ -169,9 +172,24 @@ static void *fake_main(void *arg)
 	if (base == MAP_FAILED)
 		goto fail;
 	memcpy(base + 4096, "hello-fake", 10);
-	if (fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), &arena, 1) < 0)
-		goto fail;
+	{
+		int out[2] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC)};
+
+		if (out[1] < 0 ||
+		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
+		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 2) < 0)
+			goto fail;
+		close(out[1]);
+	}
 	close(arena);
+	if (f->short_doorbell) { /* the client must hang up, having mapped nothing */
+		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
+		if (n != 0)
+			f->errors++;
+		munmap(base, FAKE_ARENA);
+		close(sock);
+		return NULL;
+	}
 
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
@@ -206,13 +224,14 @@ fail:
 	return NULL;
 }
 
-static int setup(void **state)
+static int setup_fake(void **state, bool short_doorbell)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!f)
 		return -1;
+	f->short_doorbell = short_doorbell;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/coffer-hostile.XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
@@ -230,12 +249,23 @@ static int setup(void **state)
 	return 0;
 }
 
+static int setup(void **state)
+{
+	return setup_fake(state, false);
+}
+
+static int setup_short_doorbell(void **state)
+{
+	return setup_fake(state, true);
+}
+
 static int teardown(void **state)
 {
 	struct fake *f = *state;
 
 	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
+	if (!f->joined)
+		pthread_join(f->tid, NULL);
 	close(f->lsock);
 	unlink(f->path);
 	rmdir(f->dir);
@@ -332,10 +362,23 @@ static void test_lies(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+static void test_short_doorbell(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(f->path, &c), -EPROTO);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF */
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_short_doorbell, setup_short_doorbell, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

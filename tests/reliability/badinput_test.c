@@ -10,7 +10,7 @@
  *
  *   truncated      a valid REQUEST cut short            -> ERROR -EPROTO, then closed
  *   oversized      a 20,000-byte message                -> ERROR -EPROTO, then closed
- *   version        version 2 header                     -> ERROR -EPROTONOSUPPORT, closed
+ *   version        a newer version header               -> ERROR -EPROTONOSUPPORT, closed
  *   count          count 0, 257, or not matching length -> ERROR -EPROTO, then closed
  *   empty          a zero-length message                -> closed
  *   before-hello   a REQUEST before HELLO; HELLO twice  -> ERROR -EPROTO, then closed
@@ -240,7 +240,7 @@ static void attack(enum attack a, const char *sock, unsigned int me, unsigned in
 	case A_VERSION:
 		connect_or_fail(&c, sock);
 		len = valid_request(&c, buf, 1, 100);
-		buf[4] = 2; /* version, little-endian u16 at offset 4 */
+		buf[4] = COFFER_PROTO_VERSION + 1; /* version, little-endian u16 at offset 4 */
 		(void)rc_send_raw(&c, buf, len, NULL, 0);
 		expect_fatal(&c, -EPROTONOSUPPORT, "version");
 		break;

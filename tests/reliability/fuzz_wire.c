@@ -14,12 +14,15 @@
  *   0 raw message: u16 length + bytes, sent as one SOCK_SEQPACKET message; header bit 3:
  *     attach an eventfd, bit 4: attach a memfd (fds the store must close or refuse)
  *   1 CHANNEL_OPEN with ring_entries 1 << (arg % 14) (mostly invalid sizes too)
- *   2 ring entries: u8 n, n x 64 bytes written at the channel's prod, prod published
+ *   2 ring entries: u8 n, n x 64 bytes written at the channel's prod, prod published,
+ *     the channel's doorbell bit set unless header bit 5 (then the store's periodic sweep
+ *     must find them)
  *   3 a raw u32 into one ring index (req.prod, rep.cons, either consumer_sleeping)
  *   4 read whatever the store sent (socket and reply rings), as a well-behaved client would
  *   5 CHANNEL_CLOSE of channel (arg & 3), also of ids never opened
  *   6 ring the store's doorbell of a channel (also right after closing it: the
  *     chan-close use-after-free this target found, tests/reliability/chanclose_test.c)
+ *   7 a raw u64 into doorbell-page word (arg & 7) (bits of channels never opened too)
  *
  * Oracles (abort = finding; ASan/UBSan see inside the store thread too): every REPLY entry
  * and ring reply carries a status in [-4095, 0]; after the client disconnects the store
@@ -378,6 +381,7 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct coffer_doorbell *db = NULL;
 	struct wchan ch[4];
 	size_t pos = 1;
 	int sock, k;
@@ -400,8 +404,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		WIRE_ASSERT(coffer__send_fds(sock, &h, sizeof(h), NULL, 0, 0) == (long)sizeof(h));
 		WIRE_ASSERT(wait_in(sock, 5000) == 1);
 		(void)coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX, 0);
+		if (nfds == 2) { /* the doorbell page (the arena is not needed here) */
+			db = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+				  fds[1], 0);
+			WIRE_ASSERT(db != MAP_FAILED);
+		}
 		for (j = 0; j < nfds; j++)
-			close(fds[j]); /* the arena fd: not needed here */
+			close(fds[j]);
 	}
 	while (pos < size) {
 		uint8_t fh = data[pos++];
@@ -447,6 +456,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				memcpy(&c->reqs[(c->prod + i) & (c->entries - 1)], data + pos, 64);
 			c->prod += i;
 			__atomic_store_n(&c->shm->req.prod, c->prod, __ATOMIC_RELEASE);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (db != NULL && !(fh & 0x20))
+				coffer__doorbell_ring(db, c->id);
 			break;
 		}
 		case 3: { /* scribble on an index */
@@ -503,6 +515,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (c->open)
 				(void)!write(c->req_efd, &one, sizeof(one));
 			break;
+		case 7: { /* scribble on the doorbell page */
+			uint64_t v;
+
+			if (size - pos < 8)
+				goto out;
+			memcpy(&v, data + pos, 8);
+			pos += 8;
+			if (db != NULL)
+				__atomic_store_n(&db->word[(fh >> 3) & 7].bits, v,
+						 __ATOMIC_RELEASE);
+			break;
+		}
 		default:
 			break;
 		}
@@ -510,6 +534,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
 	drain(sock, ch);
 	close(sock);
+	if (db != NULL)
+		munmap(db, COFFER_DOORBELL_BYTES);
 	for (k = 0; k < 4; k++)
 		if (ch[k].open) {
 			munmap(ch[k].map, ch[k].bytes);

@@ -30,7 +30,7 @@ static void test_msg_check(void **state)
 	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), 0);
 	assert_int_equal(coffer__msg_check(buf, sizeof(h) - 1, &out), -EPROTO); /* truncated */
 	assert_int_equal(coffer__msg_check(buf, sizeof(h) + 1, &out), -EPROTO); /* length */
-	h.version = 2;
+	h.version = COFFER_PROTO_VERSION + 1;
 	memcpy(buf, &h, sizeof(h));
 	assert_int_equal(coffer__msg_check(buf, sizeof(h), &out), -EPROTONOSUPPORT);
 	h.version = COFFER_PROTO_VERSION;

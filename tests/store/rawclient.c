@@ -265,10 +265,19 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		goto fail;
 	n = rc_recv_msg(c, buf, sizeof(buf), fds, &nfds, 5000);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 1) {
+	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 2) {
 		rc = -EPROTO;
 		while (nfds > 0)
 			close(fds[--nfds]);
+		goto fail;
+	}
+	c->doorbell =
+	    mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	close(fds[1]);
+	if (c->doorbell == MAP_FAILED) {
+		c->doorbell = NULL;
+		close(fds[0]);
+		rc = -ENOMEM;
 		goto fail;
 	}
 	memcpy(&r, buf + sizeof(h), sizeof(r));
@@ -284,6 +293,9 @@ int rc_connect(struct rc_conn *c, const char *sock)
 	}
 	return 0;
 fail:
+	if (c->doorbell != NULL)
+		munmap(c->doorbell, COFFER_DOORBELL_BYTES);
+	c->doorbell = NULL;
 	close(c->fd);
 	c->fd = -1;
 	return rc;
@@ -293,8 +305,11 @@ void rc_close(struct rc_conn *c)
 {
 	if (c->arena != NULL)
 		munmap(c->arena, c->arena_bytes);
+	if (c->doorbell != NULL)
+		munmap(c->doorbell, COFFER_DOORBELL_BYTES);
 	if (c->fd >= 0)
 		close(c->fd);
+	c->doorbell = NULL;
 	c->arena = NULL;
 	c->fd = -1;
 }
@@ -612,6 +627,8 @@ int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned i
 	ch->prod += n;
 	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!ch->c->no_doorbell)
+		coffer__doorbell_ring(ch->c->doorbell, ch->id);
 	if (__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED))
 		(void)!write(ch->req_efd, &one, sizeof(one));
 	return 0;

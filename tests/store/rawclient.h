@@ -11,6 +11,7 @@
 #ifndef COFFER_TESTS_RAWCLIENT_H
 #define COFFER_TESTS_RAWCLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,9 +47,11 @@ struct rc_conn {
 	uint32_t segment;
 	int hugepages;
 	uint64_t next_tag;
+	struct coffer_doorbell *doorbell; /* the connection's doorbell page (HELLO_REPLY) */
+	bool no_doorbell; /* rc_chan_submit() leaves the doorbell bits alone (tests the sweep) */
 };
 
-/** rc_connect() - connect, HELLO, map the arena. 0 or -errno. */
+/** rc_connect() - connect, HELLO, map the arena and the doorbell page. 0 or -errno. */
 int rc_connect(struct rc_conn *c, const char *sock);
 /** rc_connect_raw() - connect only (no HELLO). 0 or -errno. */
 int rc_connect_raw(struct rc_conn *c, const char *sock);
@@ -115,7 +118,8 @@ int rc_chan_open(struct rc_conn *c, struct rc_chan *ch, uint32_t entries);
 int rc_chan_close(struct rc_chan *ch);
 /** rc_chan_unmap() - unmap and close without telling the store. */
 void rc_chan_unmap(struct rc_chan *ch);
-/** rc_chan_submit() - enqueue @n requests (must fit) and ring the doorbell if needed. */
+/** rc_chan_submit() - enqueue @n requests (must fit), set the channel's doorbell bit (unless
+ * c->no_doorbell) and ring the store's eventfd if it sleeps. */
 int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned int n);
 /**
  * rc_chan_wait() - collect @n replies within @timeout_ms, sleeping on the reply doorbell
