@@ -16,6 +16,11 @@
  *    by the store's capacity), in GB/s of payload, each size followed at once by the same
  *    memcpy into a prefaulted private buffer (impl "memcpy"): the ratio is taken in one run.
  * B is the batch size (requests in flight per thread); B = 1 is one round trip per call.
+ * With --idle-channels N the small-object results run twice in the same run: as above
+ * (impl "coffer"), then again while N more channels sit idle on other connections of this
+ * process (impl "coffer-idleN": N EQs, each of which made one call and then nothing, as the
+ * threads of a large application do), which shows what idle channels cost the store's
+ * rounds.
  * Large puts are measured at batch 1 (create, copy, seal, each waited for), when two
  * objects fit at batch 2 (the seal of one object and the create of the next travel in one
  * batch), and when three fit as a stream (workload put-stream, batch 3: the create of
@@ -67,6 +72,17 @@ struct st_opts {
 	uint64_t put_bytes; /* payload bytes per put size (sets the repetitions) */
 	bool do_cs, do_gr, do_put;
 	const char *csv;
+	uint64_t idle; /* --idle-channels: 0, or idle channels for the second pass */
+};
+
+#define ST_IDLE_MAX 4096u
+
+/* Idle channels: EQs that each made one call on one of @conns and then nothing. */
+struct st_idle {
+	coffer_handle_t conns[ST_IDLE_MAX / COFFER_CHANNELS_MAX + 1];
+	unsigned int nconns;
+	coffer_handle_t eqs[ST_IDLE_MAX];
+	unsigned int n;
 };
 
 struct st_shared {
@@ -437,8 +453,8 @@ static bool st_store_clean(coffer_handle_t conn, const struct coffer_store_info 
 	return false;
 }
 
-static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_release,
-		    unsigned int batch, unsigned int threads, unsigned int run_id)
+static int st_small(const struct st_opts *o, coffer_handle_t conn, const char *impl,
+		    bool get_release, unsigned int batch, unsigned int threads, unsigned int run_id)
 {
 	struct st_shared sh = {.o = o,
 			       .conn = conn,
@@ -480,9 +496,70 @@ static int st_small(const struct st_opts *o, coffer_handle_t conn, bool get_rele
 		snprintf(why + k, sizeof(why) - k, "%s%s", k ? "; " : "", cwhy);
 		ok = false;
 	}
-	st_report("coffer", get_release ? "get-release" : "create-seal", batch, threads,
-		  o->obj_size, run.elapsed_s, run.ops, ok, why[0] ? why : NULL);
+	st_report(impl, get_release ? "get-release" : "create-seal", batch, threads, o->obj_size,
+		  run.elapsed_s, run.ops, ok, why[0] ? why : NULL);
 	return ok ? 0 : -EIO;
+}
+
+/* Opens @want idle channels into @id (COFFER_CHANNELS_MAX per connection): each its own EQ
+ * that makes one CONTAINS and waits for it. Return: 0 or -errno. */
+static int st_idle_open(struct st_idle *id, const char *sock, unsigned int want)
+{
+	while (id->n < want) {
+		struct coffer_oid oid = {{0}};
+		struct coffer_event ev, *done;
+		bool present;
+		int rc;
+
+		if (id->n % COFFER_CHANNELS_MAX == 0) {
+			rc = coffer_connect(sock, &id->conns[id->nconns]);
+			if (rc < 0)
+				return rc;
+			id->nconns++;
+		}
+		rc = coffer_eq_create(&id->eqs[id->n]);
+		if (rc < 0)
+			return rc;
+		id->n++;
+		rc = coffer_event_init(&ev, id->eqs[id->n - 1], NULL);
+		if (rc == 0)
+			rc = coffer_obj_contains(id->conns[id->nconns - 1], &oid, &present, &ev);
+		if (rc == 0)
+			rc = coffer_eq_poll(id->eqs[id->n - 1], 1, -1, 1, &done) == 1 ? ev.ev_error
+										      : -EIO;
+		if (rc < 0)
+			return rc;
+		(void)coffer_event_fini(&ev);
+	}
+	return 0;
+}
+
+static void st_idle_close(struct st_idle *id)
+{
+	while (id->n > 0)
+		(void)coffer_eq_destroy(id->eqs[--id->n], 0);
+	while (id->nconns > 0)
+		(void)coffer_disconnect(id->conns[--id->nconns]);
+}
+
+/* Every small-object result (--workload, --batch, --threads) as @impl. Return: failed. */
+static int st_small_all(const struct st_opts *o, coffer_handle_t conn, const char *impl,
+			unsigned int *run_id)
+{
+	int failed = 0;
+
+	for (int w = 0; w < 2; w++) {
+		bool gr = w == 1;
+
+		if ((gr && !o->do_gr) || (!gr && !o->do_cs))
+			continue;
+		for (int bi = 0; bi < o->nbatches; bi++)
+			for (int ti = 0; ti < o->nthreads; ti++)
+				if (st_small(o, conn, impl, gr, o->batches[bi], o->threads[ti],
+					     (*run_id)++) < 0)
+					failed = 1;
+	}
+	return failed;
 }
 
 /* ---- large put ------------------------------------------------------------------------------- */
@@ -1049,7 +1126,8 @@ static void st_usage(FILE *f)
 	    "usage: coffer-bench store [--socket PATH] [--threads 1,2,4] [--batch 1,8,32,128]\n"
 	    "                          [--seconds S] [--obj-size BYTES] [--keys N]\n"
 	    "                          [--workload create-seal,get-release,put]\n"
-	    "                          [--put-max BYTES] [--put-bytes BYTES] [--csv FILE]\n"
+	    "                          [--put-max BYTES] [--put-bytes BYTES] [--idle-channels N]\n"
+	    "                          [--csv FILE]\n"
 	    "  --socket PATH   a running coffer-store (default: $COFFER_SOCKET or the per-user\n"
 	    "                  default path)\n"
 	    "  --threads LIST  client threads (each with its own EQ and channel; default 1,2,4)\n"
@@ -1063,10 +1141,12 @@ static void st_usage(FILE *f)
 	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it, at batch 1,\n"
 	    "                  batch 2 and streamed (put-stream) where 2 and 3 objects fit\n"
 	    "  --put-bytes B   payload bytes per put size, sets the repetitions (default 2 GiB)\n"
+	    "  --idle-channels N  run the small-object results again while N channels (1..%u)\n"
+	    "                  sit idle on other connections (impl coffer-idleN)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
 	    "                  seconds,ops,mops,gbps,status\n"
 	    "Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no store.\n",
-	    ST_MAX_BATCH);
+	    ST_MAX_BATCH, ST_IDLE_MAX);
 }
 
 int coffer__bench_store_main(int argc, char **argv)
@@ -1082,6 +1162,7 @@ int coffer__bench_store_main(int argc, char **argv)
 	    {"put-max", required_argument, NULL, 'M'},
 	    {"put-bytes", required_argument, NULL, 'B'},
 	    {"csv", required_argument, NULL, 'c'},
+	    {"idle-channels", required_argument, NULL, 'I'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -1154,6 +1235,10 @@ int coffer__bench_store_main(int argc, char **argv)
 		case 'c':
 			o.csv = optarg;
 			break;
+		case 'I':
+			if (bench_parse_u64(optarg, 1, ST_IDLE_MAX, &o.idle))
+				goto bad;
+			break;
 		case 'h':
 			st_usage(stdout);
 			return 0;
@@ -1208,16 +1293,22 @@ int coffer__bench_store_main(int argc, char **argv)
 		st_csv_open(o.csv);
 	bench_print_machine(stdout);
 	run_id = (unsigned int)(bench_now_ns() & 0xffffffffu);
-	for (int w = 0; w < 2; w++) {
-		bool gr = w == 1;
+	failed = st_small_all(&o, conn, "coffer", &run_id);
+	if (o.idle > 0 && (o.do_cs || o.do_gr)) {
+		static struct st_idle idle; /* about 33 KiB: not on the stack */
+		char impl[32];
 
-		if ((gr && !o.do_gr) || (!gr && !o.do_cs))
-			continue;
-		for (int bi = 0; bi < o.nbatches; bi++)
-			for (int ti = 0; ti < o.nthreads; ti++)
-				if (st_small(&o, conn, gr, o.batches[bi], o.threads[ti], run_id++) <
-				    0)
-					failed = 1;
+		rc = st_idle_open(&idle, o.socket, (unsigned int)o.idle);
+		if (rc < 0) {
+			fprintf(stderr, "coffer-bench store: %u of %" PRIu64 " idle channels: %s\n",
+				idle.n, o.idle, coffer_strerror(rc));
+			failed = 1;
+		} else {
+			snprintf(impl, sizeof(impl), "coffer-idle%" PRIu64, o.idle);
+			printf("# %u idle channels on %u more connections\n", idle.n, idle.nconns);
+			failed |= st_small_all(&o, conn, impl, &run_id);
+		}
+		st_idle_close(&idle);
 	}
 	if (o.do_put && st_put(&o, conn, run_id++) < 0)
 		failed = 1;
