@@ -1319,15 +1319,41 @@ void coffer__conn_close_channels(struct coffer__conn *conn)
 	pthread_mutex_unlock(&conn->chan_lock);
 }
 
+/*
+ * Fork child, single-threaded (the atfork handler): the rings and the replies in them belong
+ * to the parent, whose copies of these requests the store still answers. So nothing is
+ * reaped or sent here; each request the parent had in flight completes in the child with
+ * -ENOTCONN, as on any dead connection, so that the child can finalise those events and
+ * destroy their EQs (a forced destroy would otherwise wait for them forever). A request a
+ * parent thread had reserved but not yet queued has no event in its slot and is dropped.
+ */
+static void chan_fork_child(struct coffer__chan *ch)
+{
+	struct chan_done d;
+
+	/* Spinlocks held by the parent's threads at the fork stay held here: reset them. */
+	atomic_store_explicit(&ch->submit.locked, 0, memory_order_relaxed);
+	atomic_store_explicit(&ch->reap.locked, 0, memory_order_relaxed);
+	ch->forked = true;
+	ch->dead = true;
+	for (uint32_t i = 0; i < ch->entries; i++) {
+		struct chan_slot *slot = &ch->slots[i];
+
+		if (atomic_load_explicit(&slot->state, memory_order_relaxed) != SLOT_PENDING)
+			continue;
+		atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
+		if (chan_finish_slot(ch, slot, NULL, -ENOTCONN, &d))
+			chan_complete(&d, 1);
+	}
+}
+
 void coffer__conn_fork_channels(struct coffer__conn *conn)
 {
 	struct coffer__chanv *v = atomic_load_explicit(&conn->chans, memory_order_relaxed);
 
 	/* Single-threaded fork child: the rings belong to the parent's threads. */
-	for (unsigned int i = 0; v && i < v->n; i++) {
-		v->v[i]->forked = true;
-		v->v[i]->dead = true;
-	}
+	for (unsigned int i = 0; v && i < v->n; i++)
+		chan_fork_child(v->v[i]);
 }
 
 uint64_t coffer__conn_stray_replies(coffer_handle_t connh)

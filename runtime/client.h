@@ -159,7 +159,8 @@ void coffer__conn_flush_channels(struct coffer__conn *conn);
 void coffer__conn_fail_channels(struct coffer__conn *conn, int err);
 /* Closes every channel of @conn (disconnect). Not inside an RCU read-side section. */
 void coffer__conn_close_channels(struct coffer__conn *conn);
-/* In a fork child: marks every channel of @conn unusable without touching shared rings. */
+/* In a fork child (single-threaded): marks every channel of @conn unusable without touching
+ * shared rings, and completes the child's copies of the requests in flight with -ENOTCONN. */
 void coffer__conn_fork_channels(struct coffer__conn *conn);
 /*
  * coffer__conn_progress() - for the liveness probe: the number of replies taken so far from

@@ -108,8 +108,9 @@ struct coffer_store_info {
  * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
  * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
- * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN) and the
- * child must connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
+ * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events
+ * it had in flight complete in the child with -ENOTCONN, in the parent as usual) and the child must
+ * connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
  * by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);

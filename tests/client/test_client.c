@@ -1095,6 +1095,110 @@ static void test_get_timeout_other_process(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * fork() while requests are in flight. The child's copy of the connection is dead, so what
+ * it inherited in flight must complete there with -ENOTCONN (as on any dead connection):
+ * otherwise the child can never finalise those events, and a forced destroy of the EQ waits
+ * forever. The parent is unaffected: its request completes with the right data.
+ */
+static int fork_inflight_child(coffer_handle_t c, coffer_handle_t eq, struct coffer_event *ev,
+			       struct coffer_event *bev)
+{
+	struct coffer_event *done[4];
+	int n, got = 0;
+
+	/* bounded: a stuck event is a failure, not a hang */
+	for (int i = 0; i < 20 && got < 2; i++) {
+		n = coffer_eq_poll(eq, 0, 100000, 4, done);
+		if (n < 0)
+			return 20;
+		for (int k = 0; k < n; k++) {
+			if ((done[k] != ev && done[k] != bev) || done[k]->ev_error != -ENOTCONN)
+				return 21;
+		}
+		got += n;
+	}
+	if (got != 2)
+		return 22;
+	if (coffer_event_fini(ev) != 0 || coffer_event_fini(bev) != 0)
+		return 23;
+	if (coffer_eq_destroy(eq, COFFER_EQ_FORCE) != 0)
+		return 24;
+	if (coffer_disconnect(c) != 0)
+		return 25;
+	return 0;
+}
+
+static void test_fork_inflight(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, c2, eq;
+	struct coffer_event ev, bev;
+	struct coffer_oid oid[2];
+	struct coffer_obj_buf bufs[2];
+	const void *rd = NULL;
+	uint64_t sz = 0;
+	void *wr;
+	int status;
+	pid_t pid;
+
+	make_oid(&oid[0], 12, 1);
+	make_oid(&oid[1], 12, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_event_init(&bev, eq, NULL), 0);
+	/* both wait in the store for objects nobody has created yet */
+	assert_int_equal(coffer_obj_get_oid(c, &oid[0], -1, &rd, &sz, &ev), 0);
+	assert_int_equal(coffer_obj_get_bulk(c, oid, 2, -1, bufs, &bev), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fork_inflight_child(c, eq, &ev, &bev));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the parent's requests are still waiting in the store, and complete */
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_obj_create_oid(c2, &oid[i], 1000, 0, &wr, NULL), 0);
+		fill(wr, 1000, 40 + (uint64_t)i);
+		assert_int_equal(coffer_obj_seal_oid(c2, &oid[i], COFFER_SEAL_RELEASE, NULL), 0);
+	}
+	{
+		struct coffer_event *done[2];
+		int got = 0;
+
+		while (got < 2) {
+			int n = coffer_eq_poll(eq, 1, 5000000, 2, done);
+
+			assert_true(n > 0);
+			for (int k = 0; k < n; k++)
+				assert_int_equal(done[k]->ev_error, 0);
+			got += n;
+		}
+	}
+	assert_int_equal(sz, 1000);
+	assert_true(check(rd, sz, 40));
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(bufs[i].status, 0);
+		assert_true(check(bufs[i].data, bufs[i].size, 40 + (uint64_t)i));
+	}
+	assert_int_equal(coffer_obj_release_oid(c, &oid[0], NULL), 0);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oid, 2, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_obj_delete(c2, &oid[i], NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&bev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- many objects ------------------------------------------------------------------------ */
 
 static void test_many_objects(void **state)
@@ -1772,6 +1876,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
