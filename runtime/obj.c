@@ -518,14 +518,17 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	return c->ev.ev_error;
 }
 
-/* Copies the ObjectID and connection of @oh. Return: 0, -ENOENT or -EINVAL. */
+/* Copies the ObjectID and connection of @oh. Return: 0; -ENOENT (no such object handle);
+ * -EINVAL (not an object handle, as coffer_obj_close() says; runtime not initialised). */
 static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_hlink *link;
 	int rc = -ENOENT;
 
-	if (!hh)
+	/* A connection or EQ handle is the caller's mistake, not a missing object (a get
+	 * answering -ENOENT would read as "not sealed in time"). */
+	if (!hh || (oh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_OBJ)
 		return -EINVAL;
 	coffer__rcu_read_lock();
 	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);

@@ -202,6 +202,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
  * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk, delete,
  * contains):
+ *  - An @oh that is not an object handle (null, a connection or an EQ handle): -EINVAL; one
+ *    that was closed or never issued: -ENOENT.
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
  *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
  *    one path, not two.)
@@ -242,7 +244,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *
  * The creator holds one reference; write the object, then coffer_obj_seal() (or
  * coffer_obj_abort()).
- * Return (or ev_error): 0; -EINVAL (bad arguments or flags); -ENOENT/-EINVAL (bad handle);
+ * Return (or ev_error): 0; -EINVAL (bad arguments or flags, not an object handle); -ENOENT
+ * (handle closed or never issued);
  * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
  * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
  * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
@@ -317,8 +320,8 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev);
  * All requests go in one batch; each ID that was found holds a reference (release with
  * coffer_obj_release_oid()).
  * Return (or ev_error): 0 when every ID got an answer (see bufs[].status); -EINVAL (bad
- * arguments); -ENOENT (no such connection); -ENOTCONN; -EAGAIN (fewer than @n free slots in
- * the channel, @ev only); -ENOMEM.
+ * arguments, not a connection handle); -ENOTCONN (connection unknown, disconnected or dead);
+ * -EAGAIN (fewer than @n free slots in the channel, @ev only); -ENOMEM.
  */
 COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,

@@ -410,7 +410,20 @@ static void test_invalid_args(void **state)
 	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
 	/* an object handle is not a connection, and vice versa: -EINVAL, as in every call */
 	assert_int_equal(coffer_obj_open(oh, &oid, 0, &eq), -EINVAL);
-	assert_true(coffer_obj_seal(c, 0, NULL) < 0);
+	/* ... and a connection or EQ handle is not an object handle: -EINVAL, not -ENOENT,
+	 * which from a get would read as "object missing" */
+	assert_int_equal(coffer_obj_seal(c, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create(c, 1, 0, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get(c, 0, &rd, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release(COFFER_HANDLE_NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_close(c), -EINVAL);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_abort(eq, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	/* an object-typed handle that names no handle */
+	assert_int_equal(
+	    coffer_obj_get((coffer_handle_t){.cookie = oh.cookie + 16}, 0, &rd, NULL, NULL),
+	    -ENOENT);
 	assert_int_equal(coffer_obj_create(oh, 1, 0x8, &wr, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_create(oh, 1, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_seal(oh, 0x10, NULL), -EINVAL);
@@ -441,6 +454,7 @@ static void test_invalid_args(void **state)
 		assert_int_equal(ev.ev_error, -ENOTCONN);
 	}
 	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 1, 0, &buf, NULL), -ENOTCONN);
 	assert_int_equal(coffer_obj_close(oh), 0);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
