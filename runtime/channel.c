@@ -740,6 +740,10 @@ static int binding_attach_locked(struct coffer__chan *ch)
 	/* Release: the channel's fields are initialised before pollers can see it (pairs with
 	 * the acquire load in the hooks). */
 	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	/* Pollers already asleep on the EQ armed the channels they saw (or none, before the
+	 * binding existed): the store would never ring them for this one, and requests queued
+	 * on it would not be published for them. Wake them to arm it too. */
+	(void)coffer__eq_kick(ch->eqh);
 	if (old) {
 		urcu_bp_synchronize_rcu();
 		coffer__rcu_gp_acquire();

@@ -1843,6 +1843,78 @@ static void *busy_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A poller that went to sleep on an EQ (timeout < 0: until an event completes) before the
+ * EQ had a channel to a connection - a completion thread started before the workers submit -
+ * must be woken by the completions of a channel opened afterwards: first the EQ's first
+ * channel, then a second connection's channel on the same EQ.
+ */
+struct late_poller {
+	coffer_handle_t eq;
+	struct coffer_event *done;
+	int n;
+};
+
+static void *late_poller_main(void *arg)
+{
+	struct late_poller *lp = arg;
+
+	lp->n = coffer_eq_poll(lp->eq, 0, -1, 1, &lp->done);
+	return NULL;
+}
+
+/* Joins the poller, giving it 10 s; a poller still asleep then has missed its wakeup (it
+ * is released by destroying the EQ). Return: whether it returned on its own. */
+static bool late_poller_join(pthread_t tid, struct late_poller *lp)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	ok = pthread_timedjoin_np(tid, NULL, &until) == 0;
+	if (!ok) {
+		assert_int_equal(coffer_eq_destroy(lp->eq, COFFER_EQ_FORCE), 0);
+		pthread_join(tid, NULL);
+	}
+	return ok;
+}
+
+static void test_poller_before_channel(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c[2], eq;
+	struct coffer_event ev[2];
+	struct coffer_oid oid;
+	struct late_poller lp;
+	const void *rd;
+	pthread_t tid;
+
+	make_oid(&oid, 13, 1); /* never created: each get answers -ENOENT at once */
+	assert_int_equal(coffer_connect(t->store.sock, &c[0]), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c[1]), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+		lp = (struct late_poller){.eq = eq, .n = 0};
+		assert_int_equal(pthread_create(&tid, NULL, late_poller_main, &lp), 0);
+		usleep(100000); /* asleep on the EQ, which has i channels */
+		assert_int_equal(coffer_obj_get_oid(c[i], &oid, 0, &rd, NULL, &ev[i]), 0);
+		assert_int_equal(coffer_flush(c[i]), 0);
+		assert_true(late_poller_join(tid, &lp));
+		assert_int_equal(lp.n, 1);
+		assert_ptr_equal(lp.done, &ev[i]);
+		assert_int_equal(ev[i].ev_error, -ENOENT);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+		assert_int_equal(coffer_disconnect(c[i]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 static void test_disconnect_while_busy(void **state)
 {
 	struct tctx *t = *state;
@@ -1899,6 +1971,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_poller_before_channel, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {
