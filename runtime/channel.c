@@ -112,6 +112,7 @@ struct chan_slot {
 	uint64_t create_size;
 	void *ptr;
 	uint64_t *size_out;
+	uint64_t oh_cookie; /* get through an object handle: told the offset (obj.c) */
 	struct coffer_obj_buf *buf;
 	struct coffer__bulk *bulk;
 	struct coffer_event *ev;
@@ -299,6 +300,8 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 			*(const void **)slot->ptr = seg->base + rep->offset;
 			if (slot->size_out)
 				*slot->size_out = rep->size;
+			if (slot->oh_cookie)
+				coffer__obj_note_get(slot->oh_cookie, rep->offset);
 			break;
 		case COFFER__OUT_CONTAINS:
 			*(bool *)slot->ptr = rep->size != 0;
@@ -1168,6 +1171,7 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
+		s->oh_cookie = d->oh_cookie;
 		s->buf = d->buf;
 		s->bulk = bulk;
 		s->ev = evs ? evs[i] : ev;

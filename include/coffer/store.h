@@ -301,6 +301,10 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
  * @oh: object handle.
  * @ev: NULL (blocking) or an event.
  *
+ * Drops the reference the latest successful coffer_obj_get() through @oh took, on exactly
+ * the object that get returned, even when a replacement was sealed since (another handle of
+ * the same connection may hold the new version: its reference is not touched). Without such
+ * a get (or after its release) it drops one as coffer_obj_release_oid() does.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
  * -ENOTCONN; -EAGAIN (@ev only).
  * Lifetime: pointers from the get (or create) this reference came with become invalid.
@@ -439,7 +443,10 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
  * @oid: the ObjectID.
  * @ev: NULL (blocking) or an event.
  *
- * For references taken by coffer_obj_get_bulk() (no handle needed).
+ * For references taken by coffer_obj_get_bulk() (no handle needed). A client that holds
+ * several versions of the ID (gets before and after a replacement) drops its reference on
+ * the current version first, else on the oldest older one it holds; to drop a particular
+ * get's reference, get and release through an object handle (coffer_obj_release()).
  * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held); -ENOTCONN (connection
  * unknown, disconnected or dead); -EAGAIN (@ev only).
  */

@@ -1213,6 +1213,67 @@ static void test_fork_inflight(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * Two handles of one connection hold two versions of one ID (a get before and a get after a
+ * replacement). Releasing one handle must drop the reference its own get took: when it
+ * dropped the other handle's (the current version), that version became evictable while
+ * its reader still held it, and a fill of the store reused its memory under the reader.
+ */
+static void test_release_own_version(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, c2, h[2];
+	struct coffer_store_info info;
+	struct coffer_oid oid, fill_oid;
+	const void *rd[2];
+	uint64_t sz, osz;
+	void *wr;
+	int filled = 0;
+
+	make_oid(&oid, 14, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	osz = info.capacity_bytes / 8;
+	for (int v = 0; v < 2; v++) {
+		assert_int_equal(
+		    coffer_obj_create_oid(c2, &oid, osz, v ? COFFER_CREATE_REPLACE : 0, &wr, NULL),
+		    0);
+		fill(wr, osz, 60 + (uint64_t)v);
+		assert_int_equal(coffer_obj_seal_oid(c2, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+		assert_int_equal(coffer_obj_open(c, &oid, 0, &h[v]), 0);
+		assert_int_equal(coffer_obj_get(h[v], 0, &rd[v], &sz, NULL), 0);
+		assert_true(check(rd[v], sz, 60 + (uint64_t)v));
+	}
+	/* h[0] is done with the old version; h[1] still reads the new one */
+	assert_int_equal(coffer_obj_release(h[0], NULL), 0);
+	for (uint64_t i = 0; i < 16; i++) {
+		make_oid(&fill_oid, 14, 100 + i);
+		if (coffer_obj_create_oid(c2, &fill_oid, osz, 0, &wr, NULL) != 0)
+			break;
+		memset(wr, 0x5a, osz);
+		assert_int_equal(coffer_obj_seal_oid(c2, &fill_oid, COFFER_SEAL_RELEASE, NULL), 0);
+		filled++;
+	}
+	assert_true(filled >= 8); /* more than the store holds: everything evictable went */
+	assert_true(check(rd[1], sz, 61));
+	assert_int_equal(coffer_obj_release(h[1], NULL), 0);
+	/* both references are gone: neither handle holds anything */
+	assert_int_equal(coffer_obj_release(h[0], NULL), -ENOENT);
+	assert_int_equal(coffer_obj_release(h[1], NULL), -ENOENT);
+	for (int v = 0; v < 2; v++)
+		assert_int_equal(coffer_obj_close(h[v]), 0);
+	for (int i = 0; i < filled; i++) {
+		make_oid(&fill_oid, 14, 100 + (uint64_t)i);
+		(void)coffer_obj_delete(c2, &fill_oid, NULL); /* evicted ones are gone already */
+	}
+	(void)coffer_obj_delete(c2, &oid, NULL);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- many objects ------------------------------------------------------------------------ */
 
 static void test_many_objects(void **state)
@@ -1963,6 +2024,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
