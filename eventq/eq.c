@@ -827,3 +827,19 @@ int coffer__eq_wake_fd(coffer_handle_t eqh)
 	coffer__eq_put(eq);
 	return rc;
 }
+
+int coffer__eq_kick(coffer_handle_t eqh)
+{
+	struct coffer_eq *eq;
+	int rc;
+
+	rc = coffer__eq_get(eqh, &eq);
+	if (rc != 0)
+		return rc;
+	/* Unconditionally, not only when eq_sleepers > 0: a poller that has counted itself
+	 * but not yet armed could otherwise be missed without a store-load fence here, and
+	 * the cost is one write(2) per call (a spare wakeup when nobody sleeps). */
+	eq_ring(eq);
+	coffer__eq_put(eq);
+	return 0;
+}

@@ -77,4 +77,14 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
  */
 int coffer__eq_wake_fd(coffer_handle_t eqh);
 
+/*
+ * coffer__eq_kick() - wake every poller sleeping on @eqh, so that each calls the progress
+ * hook and arms it again. For a hook whose work grew while pollers slept (the runtime's
+ * binding gained a channel): what a poller armed before the change does not cover it. A
+ * poller about to sleep finds the eventfd readable and does not sleep.
+ * Return: 0, -ENOENT (no such EQ), -EINVAL (bad handle).
+ * Context: any thread; not inside an RCU read-side section (it may take a reference).
+ */
+int coffer__eq_kick(coffer_handle_t eqh);
+
 #endif /* COFFER_EVENT_INTERNAL_H */

@@ -112,6 +112,7 @@ struct chan_slot {
 	uint64_t create_size;
 	void *ptr;
 	uint64_t *size_out;
+	uint64_t oh_cookie; /* get through an object handle: told the offset (obj.c) */
 	struct coffer_obj_buf *buf;
 	struct coffer__bulk *bulk;
 	struct coffer_event *ev;
@@ -301,6 +302,8 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 			*(const void **)slot->ptr = seg->base + rep->offset;
 			if (slot->size_out)
 				*slot->size_out = rep->size;
+			if (slot->oh_cookie)
+				coffer__obj_note_get(slot->oh_cookie, rep->offset);
 			break;
 		case COFFER__OUT_CONTAINS:
 			*(bool *)slot->ptr = rep->size != 0;
@@ -742,6 +745,10 @@ static int binding_attach_locked(struct coffer__chan *ch)
 	/* Release: the channel's fields are initialised before pollers can see it (pairs with
 	 * the acquire load in the hooks). */
 	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	/* Pollers already asleep on the EQ armed the channels they saw (or none, before the
+	 * binding existed): the store would never ring them for this one, and requests queued
+	 * on it would not be published for them. Wake them to arm it too. */
+	(void)coffer__eq_kick(ch->eqh);
 	if (old) {
 		urcu_bp_synchronize_rcu();
 		coffer__rcu_gp_acquire();
@@ -1166,6 +1173,7 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
+		s->oh_cookie = d->oh_cookie;
 		s->buf = d->buf;
 		s->bulk = bulk;
 		s->ev = evs ? evs[i] : ev;
@@ -1321,15 +1329,41 @@ void coffer__conn_close_channels(struct coffer__conn *conn)
 	pthread_mutex_unlock(&conn->chan_lock);
 }
 
+/*
+ * Fork child, single-threaded (the atfork handler): the rings and the replies in them belong
+ * to the parent, whose copies of these requests the store still answers. So nothing is
+ * reaped or sent here; each request the parent had in flight completes in the child with
+ * -ENOTCONN, as on any dead connection, so that the child can finalise those events and
+ * destroy their EQs (a forced destroy would otherwise wait for them forever). A request a
+ * parent thread had reserved but not yet queued has no event in its slot and is dropped.
+ */
+static void chan_fork_child(struct coffer__chan *ch)
+{
+	struct chan_done d;
+
+	/* Spinlocks held by the parent's threads at the fork stay held here: reset them. */
+	atomic_store_explicit(&ch->submit.locked, 0, memory_order_relaxed);
+	atomic_store_explicit(&ch->reap.locked, 0, memory_order_relaxed);
+	ch->forked = true;
+	ch->dead = true;
+	for (uint32_t i = 0; i < ch->entries; i++) {
+		struct chan_slot *slot = &ch->slots[i];
+
+		if (atomic_load_explicit(&slot->state, memory_order_relaxed) != SLOT_PENDING)
+			continue;
+		atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
+		if (chan_finish_slot(ch, slot, NULL, -ENOTCONN, &d))
+			chan_complete(&d, 1);
+	}
+}
+
 void coffer__conn_fork_channels(struct coffer__conn *conn)
 {
 	struct coffer__chanv *v = atomic_load_explicit(&conn->chans, memory_order_relaxed);
 
 	/* Single-threaded fork child: the rings belong to the parent's threads. */
-	for (unsigned int i = 0; v && i < v->n; i++) {
-		v->v[i]->forked = true;
-		v->v[i]->dead = true;
-	}
+	for (unsigned int i = 0; v && i < v->n; i++)
+		chan_fork_child(v->v[i]);
 }
 
 uint64_t coffer__conn_stray_replies(coffer_handle_t connh)

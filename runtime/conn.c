@@ -37,7 +37,9 @@
  *
  * Fork: a child inherits the socket and the rings of its parent's connections but not the
  * threads behind them. The child marks them dead and forked (never sends on the socket or
- * touches the rings); it must coffer_connect() again (fio, for instance, forks its jobs).
+ * touches the rings) and completes its copies of the requests in flight with -ENOTCONN, as
+ * a dead connection does (the parent's copies are answered in the parent); it must
+ * coffer_connect() again (fio, for instance, forks its jobs).
  *
  * Source: Plasma's client (fd passed once, mapping cached by store-assigned id; its lesson
  * that nothing the store sends may crash the client), libuv's async handle for the wakeup fd.

@@ -108,8 +108,9 @@ struct coffer_store_info {
  * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
  * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
- * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN) and the
- * child must connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
+ * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events
+ * it had in flight complete in the child with -ENOTCONN, in the parent as usual) and the child must
+ * connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
  * by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
@@ -201,6 +202,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
  * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk, delete,
  * contains):
+ *  - An @oh that is not an object handle (null, a connection or an EQ handle): -EINVAL; one
+ *    that was closed or never issued: -ENOENT.
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
  *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
  *    one path, not two.)
@@ -241,7 +244,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *
  * The creator holds one reference; write the object, then coffer_obj_seal() (or
  * coffer_obj_abort()).
- * Return (or ev_error): 0; -EINVAL (bad arguments or flags); -ENOENT/-EINVAL (bad handle);
+ * Return (or ev_error): 0; -EINVAL (bad arguments or flags, not an object handle); -ENOENT
+ * (handle closed or never issued);
  * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
  * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
  * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
@@ -297,6 +301,10 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
  * @oh: object handle.
  * @ev: NULL (blocking) or an event.
  *
+ * Drops the reference the latest successful coffer_obj_get() through @oh took, on exactly
+ * the object that get returned, even when a replacement was sealed since (another handle of
+ * the same connection may hold the new version: its reference is not touched). Without such
+ * a get (or after its release) it drops one as coffer_obj_release_oid() does.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
  * -ENOTCONN; -EAGAIN (@ev only).
  * Lifetime: pointers from the get (or create) this reference came with become invalid.
@@ -316,8 +324,8 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev);
  * All requests go in one batch; each ID that was found holds a reference (release with
  * coffer_obj_release_oid()).
  * Return (or ev_error): 0 when every ID got an answer (see bufs[].status); -EINVAL (bad
- * arguments); -ENOENT (no such connection); -ENOTCONN; -EAGAIN (fewer than @n free slots in
- * the channel, @ev only); -ENOMEM.
+ * arguments, not a connection handle); -ENOTCONN (connection unknown, disconnected or dead);
+ * -EAGAIN (fewer than @n free slots in the channel, @ev only); -ENOMEM.
  */
 COFFER_API int coffer_obj_get_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 				   unsigned int n, int64_t timeout_us, struct coffer_obj_buf *bufs,
@@ -435,7 +443,10 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
  * @oid: the ObjectID.
  * @ev: NULL (blocking) or an event.
  *
- * For references taken by coffer_obj_get_bulk() (no handle needed).
+ * For references taken by coffer_obj_get_bulk() (no handle needed). A client that holds
+ * several versions of the ID (gets before and after a replacement) drops its reference on
+ * the current version first, else on the oldest older one it holds; to drop a particular
+ * get's reference, get and release through an object handle (coffer_obj_release()).
  * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held); -ENOTCONN (connection
  * unknown, disconnected or dead); -EAGAIN (@ev only).
  */

@@ -411,7 +411,20 @@ static void test_invalid_args(void **state)
 	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
 	/* an object handle is not a connection, and vice versa: -EINVAL, as in every call */
 	assert_int_equal(coffer_obj_open(oh, &oid, 0, &eq), -EINVAL);
-	assert_true(coffer_obj_seal(c, 0, NULL) < 0);
+	/* ... and a connection or EQ handle is not an object handle: -EINVAL, not -ENOENT,
+	 * which from a get would read as "object missing" */
+	assert_int_equal(coffer_obj_seal(c, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create(c, 1, 0, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get(c, 0, &rd, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release(COFFER_HANDLE_NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_close(c), -EINVAL);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_abort(eq, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	/* an object-typed handle that names no handle */
+	assert_int_equal(
+	    coffer_obj_get((coffer_handle_t){.cookie = oh.cookie + 16}, 0, &rd, NULL, NULL),
+	    -ENOENT);
 	assert_int_equal(coffer_obj_create(oh, 1, 0x8, &wr, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_create(oh, 1, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_seal(oh, 0x10, NULL), -EINVAL);
@@ -442,6 +455,7 @@ static void test_invalid_args(void **state)
 		assert_int_equal(ev.ev_error, -ENOTCONN);
 	}
 	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 1, 0, &buf, NULL), -ENOTCONN);
 	assert_int_equal(coffer_obj_close(oh), 0);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
@@ -1096,6 +1110,171 @@ static void test_get_timeout_other_process(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * fork() while requests are in flight. The child's copy of the connection is dead, so what
+ * it inherited in flight must complete there with -ENOTCONN (as on any dead connection):
+ * otherwise the child can never finalise those events, and a forced destroy of the EQ waits
+ * forever. The parent is unaffected: its request completes with the right data.
+ */
+static int fork_inflight_child(coffer_handle_t c, coffer_handle_t eq, struct coffer_event *ev,
+			       struct coffer_event *bev)
+{
+	struct coffer_event *done[4];
+	int n, got = 0;
+
+	/* bounded: a stuck event is a failure, not a hang */
+	for (int i = 0; i < 20 && got < 2; i++) {
+		n = coffer_eq_poll(eq, 0, 100000, 4, done);
+		if (n < 0)
+			return 20;
+		for (int k = 0; k < n; k++) {
+			if ((done[k] != ev && done[k] != bev) || done[k]->ev_error != -ENOTCONN)
+				return 21;
+		}
+		got += n;
+	}
+	if (got != 2)
+		return 22;
+	if (coffer_event_fini(ev) != 0 || coffer_event_fini(bev) != 0)
+		return 23;
+	if (coffer_eq_destroy(eq, COFFER_EQ_FORCE) != 0)
+		return 24;
+	if (coffer_disconnect(c) != 0)
+		return 25;
+	return 0;
+}
+
+static void test_fork_inflight(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, c2, eq;
+	struct coffer_event ev, bev;
+	struct coffer_oid oid[2];
+	struct coffer_obj_buf bufs[2];
+	const void *rd = NULL;
+	uint64_t sz = 0;
+	void *wr;
+	int status;
+	pid_t pid;
+
+	make_oid(&oid[0], 12, 1);
+	make_oid(&oid[1], 12, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_event_init(&bev, eq, NULL), 0);
+	/* both wait in the store for objects nobody has created yet */
+	assert_int_equal(coffer_obj_get_oid(c, &oid[0], -1, &rd, &sz, &ev), 0);
+	assert_int_equal(coffer_obj_get_bulk(c, oid, 2, -1, bufs, &bev), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fork_inflight_child(c, eq, &ev, &bev));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the parent's requests are still waiting in the store, and complete */
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_obj_create_oid(c2, &oid[i], 1000, 0, &wr, NULL), 0);
+		fill(wr, 1000, 40 + (uint64_t)i);
+		assert_int_equal(coffer_obj_seal_oid(c2, &oid[i], COFFER_SEAL_RELEASE, NULL), 0);
+	}
+	{
+		struct coffer_event *done[2];
+		int got = 0;
+
+		while (got < 2) {
+			int n = coffer_eq_poll(eq, 1, 5000000, 2, done);
+
+			assert_true(n > 0);
+			for (int k = 0; k < n; k++)
+				assert_int_equal(done[k]->ev_error, 0);
+			got += n;
+		}
+	}
+	assert_int_equal(sz, 1000);
+	assert_true(check(rd, sz, 40));
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(bufs[i].status, 0);
+		assert_true(check(bufs[i].data, bufs[i].size, 40 + (uint64_t)i));
+	}
+	assert_int_equal(coffer_obj_release_oid(c, &oid[0], NULL), 0);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, oid, 2, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_obj_delete(c2, &oid[i], NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&bev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
+ * Two handles of one connection hold two versions of one ID (a get before and a get after a
+ * replacement). Releasing one handle must drop the reference its own get took: when it
+ * dropped the other handle's (the current version), that version became evictable while
+ * its reader still held it, and a fill of the store reused its memory under the reader.
+ */
+static void test_release_own_version(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, c2, h[2];
+	struct coffer_store_info info;
+	struct coffer_oid oid, fill_oid;
+	const void *rd[2];
+	uint64_t sz, osz;
+	void *wr;
+	int filled = 0;
+
+	make_oid(&oid, 14, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	osz = info.capacity_bytes / 8;
+	for (int v = 0; v < 2; v++) {
+		assert_int_equal(
+		    coffer_obj_create_oid(c2, &oid, osz, v ? COFFER_CREATE_REPLACE : 0, &wr, NULL),
+		    0);
+		fill(wr, osz, 60 + (uint64_t)v);
+		assert_int_equal(coffer_obj_seal_oid(c2, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+		assert_int_equal(coffer_obj_open(c, &oid, 0, &h[v]), 0);
+		assert_int_equal(coffer_obj_get(h[v], 0, &rd[v], &sz, NULL), 0);
+		assert_true(check(rd[v], sz, 60 + (uint64_t)v));
+	}
+	/* h[0] is done with the old version; h[1] still reads the new one */
+	assert_int_equal(coffer_obj_release(h[0], NULL), 0);
+	for (uint64_t i = 0; i < 16; i++) {
+		make_oid(&fill_oid, 14, 100 + i);
+		if (coffer_obj_create_oid(c2, &fill_oid, osz, 0, &wr, NULL) != 0)
+			break;
+		memset(wr, 0x5a, osz);
+		assert_int_equal(coffer_obj_seal_oid(c2, &fill_oid, COFFER_SEAL_RELEASE, NULL), 0);
+		filled++;
+	}
+	assert_true(filled >= 8); /* more than the store holds: everything evictable went */
+	assert_true(check(rd[1], sz, 61));
+	assert_int_equal(coffer_obj_release(h[1], NULL), 0);
+	/* both references are gone: neither handle holds anything */
+	assert_int_equal(coffer_obj_release(h[0], NULL), -ENOENT);
+	assert_int_equal(coffer_obj_release(h[1], NULL), -ENOENT);
+	for (int v = 0; v < 2; v++)
+		assert_int_equal(coffer_obj_close(h[v]), 0);
+	for (int i = 0; i < filled; i++) {
+		make_oid(&fill_oid, 14, 100 + (uint64_t)i);
+		(void)coffer_obj_delete(c2, &fill_oid, NULL); /* evicted ones are gone already */
+	}
+	(void)coffer_obj_delete(c2, &oid, NULL);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- many objects ------------------------------------------------------------------------ */
 
 static void test_many_objects(void **state)
@@ -1726,6 +1905,78 @@ static void *busy_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A poller that went to sleep on an EQ (timeout < 0: until an event completes) before the
+ * EQ had a channel to a connection - a completion thread started before the workers submit -
+ * must be woken by the completions of a channel opened afterwards: first the EQ's first
+ * channel, then a second connection's channel on the same EQ.
+ */
+struct late_poller {
+	coffer_handle_t eq;
+	struct coffer_event *done;
+	int n;
+};
+
+static void *late_poller_main(void *arg)
+{
+	struct late_poller *lp = arg;
+
+	lp->n = coffer_eq_poll(lp->eq, 0, -1, 1, &lp->done);
+	return NULL;
+}
+
+/* Joins the poller, giving it 10 s; a poller still asleep then has missed its wakeup (it
+ * is released by destroying the EQ). Return: whether it returned on its own. */
+static bool late_poller_join(pthread_t tid, struct late_poller *lp)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	ok = pthread_timedjoin_np(tid, NULL, &until) == 0;
+	if (!ok) {
+		assert_int_equal(coffer_eq_destroy(lp->eq, COFFER_EQ_FORCE), 0);
+		pthread_join(tid, NULL);
+	}
+	return ok;
+}
+
+static void test_poller_before_channel(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c[2], eq;
+	struct coffer_event ev[2];
+	struct coffer_oid oid;
+	struct late_poller lp;
+	const void *rd;
+	pthread_t tid;
+
+	make_oid(&oid, 13, 1); /* never created: each get answers -ENOENT at once */
+	assert_int_equal(coffer_connect(t->store.sock, &c[0]), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c[1]), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+		lp = (struct late_poller){.eq = eq, .n = 0};
+		assert_int_equal(pthread_create(&tid, NULL, late_poller_main, &lp), 0);
+		usleep(100000); /* asleep on the EQ, which has i channels */
+		assert_int_equal(coffer_obj_get_oid(c[i], &oid, 0, &rd, NULL, &ev[i]), 0);
+		assert_int_equal(coffer_flush(c[i]), 0);
+		assert_true(late_poller_join(tid, &lp));
+		assert_int_equal(lp.n, 1);
+		assert_ptr_equal(lp.done, &ev[i]);
+		assert_int_equal(ev[i].ev_error, -ENOENT);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+		assert_int_equal(coffer_disconnect(c[i]), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 static void test_disconnect_while_busy(void **state)
 {
 	struct tctx *t = *state;
@@ -1773,6 +2024,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
@@ -1781,6 +2034,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_poller_before_channel, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {
