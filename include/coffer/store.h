@@ -466,8 +466,8 @@ COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer
  * drops the one it is done with, and the other stays pinned. Use it whenever several
  * readers of one ID share a connection while the ID may be replaced, e.g. a cache whose
  * reader threads share a connection with its writers. (0-byte objects all have offset 0,
- * as may the arena's first block: releasing a 0-byte object this way may drop another
- * version of the same ID at offset 0 instead.)
+ * as may the arena's first block: on that tie the store drops a 0-byte version's reference
+ * first, which pins no memory, so the real version stays pinned until the last release.)
  * Return (or ev_error): 0; -EINVAL (NULL @oid or @data, @data outside the arena, not a
  * connection handle); -ENOENT (this client holds no reference on that version of the ID);
  * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN (@ev only).

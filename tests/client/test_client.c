@@ -818,6 +818,61 @@ static void test_release_data_after_replace(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * 0-byte objects have offset 0, and so may the arena's first block: a client holding a
+ * 0-byte version and a real version at offset 0 of one ID names both with the same pointer.
+ * Releasing "the 0-byte one" must never unpin the real one while it is read (a 0-byte
+ * reference pins no memory, so the store drops those first on such a tie).
+ */
+static void test_release_data_zero_byte_tie(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t cw, cr;
+	struct coffer_oid oid, other;
+	const void *zero = NULL, *real = NULL;
+	uint64_t sz;
+	void *wr;
+
+	make_oid(&oid, 15, 1);
+	make_oid(&other, 15, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 0, 0, &wr, NULL), 0);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &zero, &sz, NULL), 0);
+	assert_int_equal(sz, 0);
+	/* the store is fresh: the first real object takes the arena's first block, offset 0 */
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	assert_ptr_equal(wr, zero);
+	fill(wr, 4096, 5);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &real, &sz, NULL), 0);
+	assert_int_equal(sz, 4096);
+	assert_ptr_equal(real, zero);
+
+	/* done with the 0-byte version; the real one must stay pinned through a replace */
+	assert_int_equal(coffer_obj_release_data(cr, &oid, zero, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	fill(wr, 4096, 6);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &other, 4096, 0, &wr, NULL), 0);
+	assert_ptr_not_equal(wr, real);
+	fill(wr, 4096, 7);
+	assert_int_equal(coffer_obj_seal_oid(cw, &other, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_true(check(real, 4096, 5));
+	assert_int_equal(coffer_obj_release_data(cr, &oid, real, NULL), 0);
+	assert_int_equal(coffer_obj_release_data(cr, &oid, real, NULL), -ENOENT);
+
+	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* Polls @eq until @n events completed, each with result 0. */
 static void wait_all_ok(coffer_handle_t eq, int n)
 {
@@ -1844,6 +1899,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_data_after_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_data_zero_byte_tie, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
