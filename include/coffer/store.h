@@ -279,7 +279,10 @@ COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
  * @oh: object handle.
  * @timeout_us: wait this long for the object to be created and sealed; 0 = do not wait,
  *              negative = forever. The store waits, never the client's thread (unless @ev
- *              is NULL, then the caller blocks up to that long).
+ *              is NULL, then the caller blocks up to that long). Nothing cancels a waiting
+ *              get but its timeout, the seal, or the end of its connection: at shutdown,
+ *              coffer_disconnect() (from any thread) completes it with -ENOTCONN, while
+ *              coffer_eq_destroy() answers -EBUSY, or with COFFER_EQ_FORCE waits for it.
  * @data: out: pointer into the arena (set when the result is 0).
  * @size: out (may be NULL): the object's size in bytes.
  * @ev: NULL (blocking) or an event.
