@@ -17,8 +17,10 @@
  *
  * Things the API asks of a program like this one:
  *  - A connection carries at most 64 channels: one per EQ that uses it, and one per thread
- *    that makes blocking calls (its hidden EQ). THREADS threads with their own EQ and
- *    blocking calls need 2 * THREADS channels: one connection per 32 threads.
+ *    that makes blocking calls (its hidden EQ, kept until the thread exits). Workers with
+ *    their own EQ and blocking calls need two each: one connection per 32 workers, and the
+ *    main thread's blocking calls go through a connection of its own (a 33rd thread on a
+ *    workers' connection would make its 65th channel: -EMFILE).
  *  - Two readers of one ID on one connection may hold two versions (one got before a
  *    replace, one after): a release by ID drops the current version's reference first, so
  *    release with coffer_obj_release_data(), which names the version by its pointer.
@@ -59,9 +61,10 @@
 
 static unsigned nthreads = 4, nkeys = 16;
 static long ops = 2000;
-static coffer_handle_t conns[MAX_THREAD / THREADS_PER_CONN];
+static coffer_handle_t conns[1 + MAX_THREAD / THREADS_PER_CONN]; /* [0]: the main thread's */
 static _Atomic uint64_t published[MAX_KEYS]; /* last sealed version of each key */
 static _Atomic uint64_t n_reads, n_writes, n_blocking;
+static pthread_barrier_t start_line; /* every worker has made its first blocking call */
 
 /* ---- values: a header and bytes derived from (key, version), so any reader can check -- */
 
@@ -260,6 +263,20 @@ static void *worker_main(void *arg)
 	CHECK(coffer_eq_create(&eq));
 	for (int i = 0; i < DEPTH; i++)
 		CHECK(coffer_event_init(&slots[i].ev, eq, NULL));
+	/* A first read before the others: asynchronous (opens this EQ's channel), released with
+	 * a blocking call (opens the hidden EQ's). At the start line every worker holds both
+	 * channels at once: 64 on each workers' connection when it has 32 workers. */
+	struct slot *s0 = &slots[0];
+	bool reaped = false;
+
+	s0->key = w->id % nkeys;
+	key_oid(s0->key, &s0->oid);
+	CHECK(coffer_obj_get_oid(w->conn, &s0->oid, -1, &s0->rdata, &s0->size, &s0->ev));
+	CHECK(coffer_event_test(&s0->ev, -1, &reaped));
+	CHECK(s0->ev.ev_error);
+	value_check(s0->rdata, s0->size, s0->key, "first get");
+	CHECK(coffer_obj_release_data(w->conn, &s0->oid, s0->rdata, NULL));
+	pthread_barrier_wait(&start_line);
 
 	while (finished < ops) {
 		for (int i = 0; i < DEPTH; i++) {
@@ -314,7 +331,7 @@ int main(int argc, char **argv)
 		nkeys = (unsigned)strtoul(argv[4], NULL, 10);
 	if (nthreads < 1 || nthreads > MAX_THREAD || ops < 1 || nkeys < 1 || nkeys > MAX_KEYS)
 		FAIL("THREADS 1..%d, OPS >= 1, KEYS 1..%d", MAX_THREAD, MAX_KEYS);
-	nconns = (nthreads + THREADS_PER_CONN - 1) / THREADS_PER_CONN;
+	nconns = 1 + (nthreads + THREADS_PER_CONN - 1) / THREADS_PER_CONN;
 
 	CHECK(coffer_init());
 	for (unsigned c = 0; c < nconns; c++)
@@ -333,9 +350,10 @@ int main(int argc, char **argv)
 		published[k] = 1;
 	}
 
+	pthread_barrier_init(&start_line, NULL, nthreads);
 	for (unsigned i = 0; i < nthreads; i++) {
 		workers[i].id = i;
-		workers[i].conn = conns[i / THREADS_PER_CONN];
+		workers[i].conn = conns[1 + i / THREADS_PER_CONN];
 		workers[i].rng = 0x9E3779B97F4A7C15ull * (i + 1);
 		for (unsigned k = 0; k < nkeys; k++)
 			workers[i].version[k] = 1;
@@ -344,6 +362,7 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_join(workers[i].tid, NULL);
+	pthread_barrier_destroy(&start_line);
 
 	/* every key holds its last published version; then delete it */
 	for (unsigned k = 0; k < nkeys; k++) {
