@@ -896,6 +896,58 @@ COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer
 	return oid_simple(connh, oid, COFFER_OP_RELEASE, COFFER__OUT_NONE, NULL, ev);
 }
 
+/*
+ * The arena offset of @data, a pointer a get or create through @connh returned.
+ * Return: 0; -EINVAL (not a connection handle, or @data outside the connection's arena);
+ * -ENOTCONN (unknown or disconnected connection).
+ */
+static int obj_data_offset(coffer_handle_t connh, const void *data, uint64_t *off)
+{
+	const struct coffer__conn *conn;
+	int rc = 0;
+
+	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
+		return -EINVAL;
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (!conn) {
+		rc = -ENOTCONN;
+	} else {
+		/* conn->seg is set before the handle is published and put only after the
+		 * connection's grace period: valid inside this read-side section. */
+		uintptr_t base = (uintptr_t)conn->seg->base, p = (uintptr_t)data;
+
+		/* 0-byte objects are at offset 0: base itself is valid even for an empty arena */
+		if (p < base || p - base >= (conn->seg->bytes ? conn->seg->bytes : 1))
+			rc = -EINVAL;
+		else
+			*off = (uint64_t)(p - base);
+	}
+	coffer__rcu_read_unlock();
+	return rc;
+}
+
+/* coffer_obj_release_data(): see coffer/store.h. */
+COFFER_API int coffer_obj_release_data(coffer_handle_t connh, const struct coffer_oid *oid,
+				       const void *data, struct coffer_event *ev)
+{
+	uint64_t off = 0;
+	int rc;
+
+	if (!data || !oid)
+		return -EINVAL;
+	rc = obj_data_offset(connh, data, &off);
+	if (rc < 0)
+		return rc;
+	/* BY_OFFSET: the store drops the reference on exactly the version at @off (protocol
+	 * v1, additive), not the current one of the ID. */
+	return oid_exec(connh, oid,
+			(struct coffer__reqd){.op = COFFER_OP_RELEASE,
+					      .flags = COFFER_RELEASE_BY_OFFSET,
+					      .size = off},
+			ev);
+}
+
 /* coffer_obj_release_oid_bulk(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 					   unsigned int n, struct coffer_event *ev)

@@ -771,26 +771,52 @@ static int op_get(struct coffer__ot *ot, struct coffer__owner *ow, const struct 
 	return 0;
 }
 
+/*
+ * The holder of @ow on a version of @e: the current one first, then the replacement being
+ * created, then the replaced/deleted ones oldest first. With @by_off only versions at offset
+ * @off count, and with @zero_only only 0-byte ones.
+ */
+static struct holder *release_find(const struct coffer__ot *ot, struct coffer__owner *ow,
+				   struct entry *e, bool by_off, uint64_t off, bool zero_only)
+{
+	struct obj *cand[2] = {e->cur, e->shadow};
+	struct holder *h = NULL;
+	struct coffer__dl *p;
+
+	for (int i = 0; i < 2 && h == NULL; i++) {
+		struct obj *o = cand[i];
+
+		if (o != NULL && (!by_off || o->off == off) && (!zero_only || o->size == 0))
+			h = holder_find(ot, ow, o);
+	}
+	for (p = e->old.next; h == NULL && p != &e->old; p = p->next) {
+		struct obj *o = COFFER_DL_ENTRY(p, struct obj, olink);
+
+		if ((!by_off || o->off == off) && (!zero_only || o->size == 0))
+			h = holder_find(ot, ow, o);
+	}
+	return h;
+}
+
 static int op_release(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
 		      uint64_t hash)
 {
 	struct entry *e = entry_find(ot, req->oid, hash);
 	bool by_off = (req->flags & COFFER_RELEASE_BY_OFFSET) != 0;
 	struct holder *h = NULL;
-	struct coffer__dl *p;
 
 	if (e == NULL)
 		return -ENOENT;
-	if (e->cur != NULL && (!by_off || e->cur->off == req->size))
-		h = holder_find(ot, ow, e->cur);
-	if (h == NULL && e->shadow != NULL && (!by_off || e->shadow->off == req->size))
-		h = holder_find(ot, ow, e->shadow);
-	for (p = e->old.next; h == NULL && p != &e->old; p = p->next) {
-		struct obj *o = COFFER_DL_ENTRY(p, struct obj, olink);
-
-		if (!by_off || o->off == req->size)
-			h = holder_find(ot, ow, o);
-	}
+	/*
+	 * 0-byte objects have offset 0, which the arena's first block has too, so a release at
+	 * offset 0 may name either a 0-byte version or the real one there. A 0-byte reference
+	 * pins no memory: drop one of those first, so that the real version stays pinned until
+	 * the client's last release at that offset (whichever one the client meant).
+	 */
+	if (by_off && req->size == 0)
+		h = release_find(ot, ow, e, true, 0, true);
+	if (h == NULL)
+		h = release_find(ot, ow, e, by_off, req->size, false);
 	if (h == NULL)
 		return -ENOENT;
 	holder_put(ot, h, 1);

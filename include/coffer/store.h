@@ -200,8 +200,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
 
 /*
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
- * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk, delete,
- * contains):
+ * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk,
+ * release_data, delete, contains):
  *  - An @oh that is not an object handle (null, a connection or an EQ handle): -EINVAL; one
  *    that was closed or never issued: -ENOENT.
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
@@ -283,14 +283,18 @@ COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
  * @oh: object handle.
  * @timeout_us: wait this long for the object to be created and sealed; 0 = do not wait,
  *              negative = forever. The store waits, never the client's thread (unless @ev
- *              is NULL, then the caller blocks up to that long).
+ *              is NULL, then the caller blocks up to that long). Nothing cancels a waiting
+ *              get but its timeout, the seal, or the end of its connection: at shutdown,
+ *              coffer_disconnect() (from any thread) completes it with -ENOTCONN, while
+ *              coffer_eq_destroy() answers -EBUSY, or with COFFER_EQ_FORCE waits for it.
  * @data: out: pointer into the arena (set when the result is 0).
  * @size: out (may be NULL): the object's size in bytes.
  * @ev: NULL (blocking) or an event.
  *
  * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
  * -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's offset/size lies outside the arena).
- * Lifetime: *@data stays valid until the matching coffer_obj_release().
+ * Lifetime: *@data stays valid until the reference is released (coffer_obj_release_data()
+ *         names it exactly; for coffer_obj_release() see which version a release by ID drops).
  * Source: Plasma's PlasmaClient::Get.
  */
 COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void **data,
@@ -304,7 +308,9 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
  * Drops the reference the latest successful coffer_obj_get() through @oh took, on exactly
  * the object that get returned, even when a replacement was sealed since (another handle of
  * the same connection may hold the new version: its reference is not touched). Without such
- * a get (or after its release) it drops one as coffer_obj_release_oid() does.
+ * a get (or after its release, or for the earlier of two gets through @oh that are both still
+ * held) it drops one by ID as coffer_obj_release_oid() does; to release a particular get's
+ * object in those cases, use coffer_obj_release_data().
  * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
  * -ENOTCONN; -EAGAIN (@ev only).
  * Lifetime: pointers from the get (or create) this reference came with become invalid.
@@ -392,11 +398,12 @@ COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_o
  *
  * One ID, one request: unlike coffer_obj_get_bulk() of one ID it allocates no shared
  * completion state, and a missing object is the call's (or event's) result, -ENOENT.
- * Release the reference with coffer_obj_release_oid().
+ * Release the reference with coffer_obj_release_data() (exact), or coffer_obj_release_oid()
+ * (by ID: see there which version that drops).
  * Return (or ev_error): 0; -EINVAL (NULL @oid or @data, not a connection handle); -ENOENT
  * (missing or unsealed at the timeout); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's
  * offset/size lies outside the arena).
- * Lifetime: *@data stays valid until the matching release.
+ * Lifetime: *@data stays valid until the matching release (see coffer_obj_release_data()).
  */
 COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				  int64_t timeout_us, const void **data, uint64_t *size,
@@ -443,15 +450,43 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
  * @oid: the ObjectID.
  * @ev: NULL (blocking) or an event.
  *
- * For references taken by coffer_obj_get_bulk() (no handle needed). A client that holds
- * several versions of the ID (gets before and after a replacement) drops its reference on
- * the current version first, else on the oldest older one it holds; to drop a particular
- * get's reference, get and release through an object handle (coffer_obj_release()).
+ * For references taken by coffer_obj_get_bulk() (no handle needed). Drops the reference on
+ * the current object of the ID if this client holds one, else on the oldest replaced or
+ * deleted version it holds: when one connection may hold two versions of an ID at once (a
+ * get before a replace and one after it, e.g. in two threads), release with
+ * coffer_obj_release_data() instead, or a release by ID can drop the other reader's pin on
+ * the current version, which a later replace then frees.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (no reference held); -ENOTCONN (connection
  * unknown, disconnected or dead); -EAGAIN (@ev only).
  */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev);
+
+/**
+ * coffer_obj_release_data() - drop exactly the reference that came with the pointer @data.
+ * @connh: the connection the get (or create) that returned @data went through.
+ * @oid: the ObjectID of that object.
+ * @data: the pointer that get (coffer_obj_get(), _get_oid(), _get_bulk(), _get_oid_vec())
+ *        or create returned; inside the connection's arena mapping.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Unlike a release by ID, this names one version of the ID: a client that holds an old
+ * version (got before a COFFER_CREATE_REPLACE was sealed) and the current one (got after)
+ * drops the one it is done with, and the other stays pinned. Use it whenever several
+ * readers of one ID share a connection while the ID may be replaced, e.g. a cache whose
+ * reader threads share a connection with its writers. (0-byte objects all have offset 0,
+ * as may the arena's first block: on that tie the store drops a 0-byte version's reference
+ * first, which pins no memory, so the real version stays pinned until the last release.)
+ * Return (or ev_error): 0; -EINVAL (NULL @oid or @data, @data outside the arena, not a
+ * connection handle); -ENOENT (this client holds no reference on that version of the ID);
+ * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN (@ev only).
+ * Context: as every coffer_obj_* operation (see above); one lock-free connection lookup.
+ * Lifetime: @data, and every pointer into the released version, is invalid once this
+ *         succeeded.
+ * Source: the store's RELEASE by offset (docs/protocol.md); Plasma releases by ID only.
+ */
+COFFER_API int coffer_obj_release_data(coffer_handle_t connh, const struct coffer_oid *oid,
+				       const void *data, struct coffer_event *ev);
 
 /**
  * coffer_obj_release_oid_bulk() - drop one reference on each of up to COFFER_GET_BULK_MAX
@@ -461,9 +496,10 @@ COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer
  * @n: 1..COFFER_GET_BULK_MAX.
  * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
  *
- * The releases of coffer_obj_release_oid() for @n IDs, queued together (all or nothing: a
- * channel with fewer than @n free slots takes none) and answered with one event, so that a
- * client dropping many references (a reader's batch) pays for one event instead of @n.
+ * The releases of coffer_obj_release_oid() for @n IDs (by ID: see there which version each
+ * drops), queued together (all or nothing: a channel with fewer than @n free slots takes
+ * none) and answered with one event, so that a client dropping many references (a reader's
+ * batch) pays for one event instead of @n.
  * Return (or ev_error): 0 when every release succeeded; otherwise -ENOTCONN if the
  * connection died, else the first failure of one ID (-ENOENT: no reference held on it;
  * the other IDs were still released); before launch: -EINVAL (bad arguments); -ENOTCONN;

@@ -759,6 +759,135 @@ static void test_replace(void **state)
 	expect_handles_closed(t);
 }
 
+/*
+ * One client holds two versions of one ID (a get before a replace and a get after it, as two
+ * reader threads of one process do). Releasing the old one must leave the new one pinned:
+ * coffer_obj_release_data() names the exact reference. (A release by ID drops the *current*
+ * object's reference first, so the reader of the new version would lose its pin, the next
+ * replace would free its memory and the next create would reuse it under the reader.)
+ */
+static void test_release_data_after_replace(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t cw, cr, eq;
+	struct coffer_oid oid, other;
+	struct coffer_event ev;
+	const void *old = NULL, *new = NULL, *rd;
+	uint64_t sz;
+	void *wr;
+
+	make_oid(&oid, 14, 1);
+	make_oid(&other, 14, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+
+	/* arguments: a pointer outside the arena, no pointer, not a connection */
+	assert_int_equal(coffer_obj_release_data(cr, &oid, &sz, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data(cr, &oid, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data(eq, &oid, &sz, NULL), -EINVAL);
+
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 8192, 0, &wr, NULL), 0);
+	fill(wr, 8192, 1);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &old, &sz, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	fill(wr, 4096, 2);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &new, &sz, NULL), 0);
+	assert_int_equal(sz, 4096);
+
+	/* the reader of the old version is done: drop exactly that reference (asynchronously) */
+	assert_true(check(old, 8192, 1));
+	assert_int_equal(coffer_obj_release_data(cr, &oid, old, &ev), 0);
+	assert_int_equal(wait_ev(eq, &ev), 0);
+	assert_int_equal(coffer_obj_release_data(cr, &oid, old, NULL), -ENOENT);
+
+	/* replace again and reuse memory: the new version is still pinned, so untouched */
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	fill(wr, 4096, 3);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &other, 4096, 0, &wr, NULL), 0);
+	assert_ptr_not_equal(wr, new);
+	fill(wr, 4096, 4);
+	assert_int_equal(coffer_obj_seal_oid(cw, &other, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_true(check(new, 4096, 2));
+	assert_int_equal(coffer_obj_release_data(cr, &oid, new, NULL), 0);
+	assert_int_equal(coffer_obj_release_data(cr, &oid, new, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_release_oid(cr, &oid, NULL), -ENOENT);
+
+	/* the current version is the third one */
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &rd, &sz, NULL), 0);
+	assert_true(sz == 4096 && check(rd, 4096, 3));
+	assert_int_equal(coffer_obj_release_data(cr, &oid, rd, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
+ * 0-byte objects have offset 0, and so may the arena's first block: a client holding a
+ * 0-byte version and a real version at offset 0 of one ID names both with the same pointer.
+ * Releasing "the 0-byte one" must never unpin the real one while it is read (a 0-byte
+ * reference pins no memory, so the store drops those first on such a tie).
+ */
+static void test_release_data_zero_byte_tie(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t cw, cr;
+	struct coffer_oid oid, other;
+	const void *zero = NULL, *real = NULL;
+	uint64_t sz;
+	void *wr;
+
+	make_oid(&oid, 15, 1);
+	make_oid(&other, 15, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 0, 0, &wr, NULL), 0);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &zero, &sz, NULL), 0);
+	assert_int_equal(sz, 0);
+	/* the store is fresh: the first real object takes the arena's first block, offset 0 */
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	assert_ptr_equal(wr, zero);
+	fill(wr, 4096, 5);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &real, &sz, NULL), 0);
+	assert_int_equal(sz, 4096);
+	assert_ptr_equal(real, zero);
+
+	/* done with the 0-byte version; the real one must stay pinned through a replace */
+	assert_int_equal(coffer_obj_release_data(cr, &oid, zero, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	fill(wr, 4096, 6);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &other, 4096, 0, &wr, NULL), 0);
+	assert_ptr_not_equal(wr, real);
+	fill(wr, 4096, 7);
+	assert_int_equal(coffer_obj_seal_oid(cw, &other, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_true(check(real, 4096, 5));
+	assert_int_equal(coffer_obj_release_data(cr, &oid, real, NULL), 0);
+	assert_int_equal(coffer_obj_release_data(cr, &oid, real, NULL), -ENOENT);
+
+	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* Polls @eq until @n events completed, each with result 0. */
 static void wait_all_ok(coffer_handle_t eq, int n)
 {
@@ -2021,6 +2150,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_exit_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_data_after_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_data_zero_byte_tie, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
