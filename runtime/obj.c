@@ -897,11 +897,12 @@ COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer
 }
 
 /*
- * The arena offset of @data, a pointer a get or create through @connh returned.
- * Return: 0; -EINVAL (not a connection handle, or @data outside the connection's arena);
+ * The arena offsets of @data[0..n), pointers gets or creates through @connh returned.
+ * Return: 0; -EINVAL (not a connection handle, or a pointer outside the connection's arena);
  * -ENOTCONN (unknown or disconnected connection).
  */
-static int obj_data_offset(coffer_handle_t connh, const void *data, uint64_t *off)
+static int obj_data_offsets(coffer_handle_t connh, const void *const *data, unsigned int n,
+			    uint64_t *off)
 {
 	const struct coffer__conn *conn;
 	int rc = 0;
@@ -915,13 +916,19 @@ static int obj_data_offset(coffer_handle_t connh, const void *data, uint64_t *of
 	} else {
 		/* conn->seg is set before the handle is published and put only after the
 		 * connection's grace period: valid inside this read-side section. */
-		uintptr_t base = (uintptr_t)conn->seg->base, p = (uintptr_t)data;
+		uintptr_t base = (uintptr_t)conn->seg->base;
 
-		/* 0-byte objects are at offset 0: base itself is valid even for an empty arena */
-		if (p < base || p - base >= (conn->seg->bytes ? conn->seg->bytes : 1))
-			rc = -EINVAL;
-		else
-			*off = (uint64_t)(p - base);
+		for (unsigned int i = 0; i < n && rc == 0; i++) {
+			uintptr_t p = (uintptr_t)data[i];
+
+			/* 0-byte objects are at offset 0: base itself is valid even for an
+			 * empty arena */
+			if (!data[i] || p < base ||
+			    p - base >= (conn->seg->bytes ? conn->seg->bytes : 1))
+				rc = -EINVAL;
+			else
+				off[i] = (uint64_t)(p - base);
+		}
 	}
 	coffer__rcu_read_unlock();
 	return rc;
@@ -936,7 +943,7 @@ COFFER_API int coffer_obj_release_data(coffer_handle_t connh, const struct coffe
 
 	if (!data || !oid)
 		return -EINVAL;
-	rc = obj_data_offset(connh, data, &off);
+	rc = obj_data_offsets(connh, &data, 1, &off);
 	if (rc < 0)
 		return rc;
 	/* BY_OFFSET: the store drops the reference on exactly the version at @off (protocol
@@ -948,21 +955,47 @@ COFFER_API int coffer_obj_release_data(coffer_handle_t connh, const struct coffe
 			ev);
 }
 
-/* coffer_obj_release_oid_bulk(): see coffer/store.h. */
-COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
-					   unsigned int n, struct coffer_event *ev)
+/* @n releases in one batch on one event: by ID, or (@data) each of the exact object its
+ * pointer lies in (COFFER_RELEASE_BY_OFFSET). */
+static int release_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+			const void *const *data, unsigned int n, struct coffer_event *ev)
 {
 	struct coffer__reqd d[COFFER_GET_BULK_MAX];
 	struct coffer_oid copy[COFFER_GET_BULK_MAX];
+	uint64_t off[COFFER_GET_BULK_MAX];
+	int rc;
 
 	if (!oids || n < 1 || n > COFFER_GET_BULK_MAX)
 		return -EINVAL;
+	if (data && (rc = obj_data_offsets(connh, data, n, off)) < 0)
+		return rc;
 	for (unsigned int i = 0; i < n; i++) {
 		copy[i] = oids[i];
 		d[i] = (struct coffer__reqd){
 		    .op = COFFER_OP_RELEASE, .oid = &copy[i], .out = COFFER__OUT_BULK_NONE};
+		if (data) {
+			d[i].flags = COFFER_RELEASE_BY_OFFSET;
+			d[i].size = off[i];
+		}
 	}
 	return bulk_exec(connh, d, n, ev);
+}
+
+/* coffer_obj_release_oid_bulk(): see coffer/store.h. */
+COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					   unsigned int n, struct coffer_event *ev)
+{
+	return release_bulk(connh, oids, NULL, n, ev);
+}
+
+/* coffer_obj_release_data_bulk(): see coffer/store.h. */
+COFFER_API int coffer_obj_release_data_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					    const void *const *data, unsigned int n,
+					    struct coffer_event *ev)
+{
+	if (!data)
+		return -EINVAL;
+	return release_bulk(connh, oids, data, n, ev);
 }
 
 /* coffer_obj_delete(): see coffer/store.h. */

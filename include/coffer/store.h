@@ -201,7 +201,7 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
 /*
  * Common to every coffer_obj_* operation below (create, seal, abort, get, release,
  * create_oid, seal_oid, abort_oid, get_oid, get_bulk, release_oid, release_oid_bulk,
- * release_data, delete, contains):
+ * release_data, release_data_bulk, delete, contains):
  *  - An @oh that is not an object handle (null, a connection or an EQ handle): -EINVAL; one
  *    that was closed or never issued: -ENOENT.
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
@@ -508,6 +508,35 @@ COFFER_API int coffer_obj_release_data(coffer_handle_t connh, const struct coffe
  */
 COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
 					   unsigned int n, struct coffer_event *ev);
+
+/**
+ * coffer_obj_release_data_bulk() - coffer_obj_release_data() for up to COFFER_GET_BULK_MAX
+ * references in one batch, completing one event.
+ * @connh: the connection the gets (or creates) that returned @data went through.
+ * @oids: @n ObjectIDs (copied), @oids[i] the ID of the object @data[i] points into.
+ * @data: @n pointers those gets or creates returned, each inside the connection's arena.
+ * @n: 1..COFFER_GET_BULK_MAX.
+ * @ev: NULL (blocking) or an event; it completes when every release has its answer.
+ *
+ * Each entry drops exactly the reference that came with its pointer, as
+ * coffer_obj_release_data() does, and the batch is queued and answered as
+ * coffer_obj_release_oid_bulk()'s (all or nothing; one event): for a reader that holds many
+ * objects whose IDs may be replaced meanwhile, e.g. a fio job reading blocks that other
+ * writes of the same job replace.
+ * Return (or ev_error): 0 when every release succeeded; otherwise -ENOTCONN if the
+ * connection died, else the first failure of one entry (-ENOENT: no reference held on that
+ * version; the others were still released); before launch: -EINVAL (bad arguments, NULL
+ * @data or one of its pointers NULL or outside the arena, not a connection handle);
+ * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN (fewer than @n free slots in
+ * the channel, @ev only); -ENOMEM.
+ * Context: as every coffer_obj_* operation (see above); one lock-free connection lookup.
+ * Lifetime: every pointer into a released version is invalid once this succeeded.
+ * Source: the store's RELEASE by offset (docs/protocol.md), batched as DAOS batches an EQ's
+ * events.
+ */
+COFFER_API int coffer_obj_release_data_bulk(coffer_handle_t connh, const struct coffer_oid *oids,
+					    const void *const *data, unsigned int n,
+					    struct coffer_event *ev);
 
 /**
  * coffer_obj_delete() - delete a sealed object.

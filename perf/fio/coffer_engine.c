@@ -14,8 +14,11 @@
  * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
  * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
  * by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an error, or zeros with
- * coffer_missing=zeros), copies it into the io_u and releases it by ObjectID, batched with
- * the other reads of the same getevents call (coffer_obj_release_oid_bulk). No I/O takes an
+ * coffer_missing=zeros), copies it into the io_u and releases exactly the version it read
+ * (by its pointer: a write of the same job may have sealed a replacement meanwhile, whose
+ * reference another read of the block may hold, and a release by ID would drop that one),
+ * batched with the other reads of the same getevents call (coffer_obj_release_data_bulk).
+ * No I/O takes an
  * object handle: every stage goes by ObjectID
  * (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert, a delete
  * and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles, measured
@@ -40,7 +43,7 @@
  *    and launches the seal with the same event; the io_u completes when the seal does. A
  *    read's get completion copies the data out, completes the io_u at once and queues the
  *    block's ObjectID for release; at the end of the getevents call the releases of all the
- *    reads it completed go out as one coffer_obj_release_oid_bulk on one pooled event,
+ *    reads it completed go out as one coffer_obj_release_data_bulk on one pooled event,
  *    reaped later by getevents (or by the drain at cleanup): the read's latency does not
  *    include the release's round trip, and a batch of reads costs one release submission
  *    and one event, not one each.
@@ -170,6 +173,7 @@ struct cf_data {
 	unsigned int depth;	     /* size of events[] and queued[] (td->o.iodepth) */
 	struct cf_op *retry;	     /* second stages waiting for channel room (LIFO) */
 	struct coffer_oid *rel_pend; /* blocks read and not yet released (COFFER_GET_BULK_MAX) */
+	const void **rel_data;	     /* and the pointers their gets returned (the exact version) */
 	unsigned int nr_rel_pend;    /* entries in rel_pend[] */
 	struct cf_op *rel_free;	     /* idle release events */
 	struct cf_op *rel_all;	     /* every release event, through ->chain */
@@ -443,7 +447,7 @@ static void cf_pend_flush(struct cf_data *cd)
 
 /*
  * Send the releases of the blocks read since the last call as one batch on one pooled event
- * (coffer_obj_release_oid_bulk): one submission and one event for the whole batch instead of
+ * (coffer_obj_release_data_bulk): one submission and one event for the whole batch instead of
  * one per read. A full channel (-EAGAIN) keeps them for the next call; another failure drops
  * them: the connection's references die with it at the latest.
  */
@@ -457,11 +461,13 @@ static void cf_rel_flush(struct cf_data *cd)
 	op = cf_rel_get(cd);
 	if (!op) {
 		/* no memory for an event: release synchronously rather than leak references */
-		coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, NULL);
+		coffer_obj_release_data_bulk(cd->conn, cd->rel_pend, cd->rel_data, cd->nr_rel_pend,
+					     NULL);
 		cd->nr_rel_pend = 0;
 		return;
 	}
-	rc = coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, &op->ev);
+	rc = coffer_obj_release_data_bulk(cd->conn, cd->rel_pend, cd->rel_data, cd->nr_rel_pend,
+					  &op->ev);
 	if (rc == 0) {
 		cd->running++;
 		cd->nr_rel_pend = 0;
@@ -492,10 +498,12 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 		if (cd->nr_rel_pend == COFFER_GET_BULK_MAX) {
 			/* the channel stays full: release these synchronously (the blocking
 			 * call has its own channel) rather than hold references unbounded */
-			coffer_obj_release_oid_bulk(cd->conn, cd->rel_pend, cd->nr_rel_pend, NULL);
+			coffer_obj_release_data_bulk(cd->conn, cd->rel_pend, cd->rel_data,
+						     cd->nr_rel_pend, NULL);
 			cd->nr_rel_pend = 0;
 		}
 	}
+	cd->rel_data[cd->nr_rel_pend] = req->rdata;
 	cd->rel_pend[cd->nr_rel_pend++] = req->op.oid;
 	cf_io_done(cd, req, 0);
 }
@@ -664,7 +672,9 @@ static int cf_init(struct thread_data *td)
 	cd->reqs = calloc(cd->depth, sizeof(*cd->reqs));
 	cd->pend = calloc(cd->depth, sizeof(*cd->pend));
 	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
-	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->rel_pend) {
+	cd->rel_data = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_data));
+	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->rel_pend ||
+	    !cd->rel_data) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
 	}
@@ -746,6 +756,7 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->reqs);
 	free(cd->pend);
 	free(cd->rel_pend);
+	free(cd->rel_data);
 	free(cd);
 	td->io_ops_data = NULL;
 }

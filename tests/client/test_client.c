@@ -834,6 +834,72 @@ static void test_release_data_after_replace(void **state)
 }
 
 /*
+ * coffer_obj_release_data_bulk(): one batch that drops exactly the versions its pointers name.
+ * The reader holds the old and the new version of one ID and one other object; releasing
+ * {old, other} leaves the new version pinned (a bulk release by ID would drop the current
+ * version's reference, i.e. the new one's, as the fio engine's reads once did).
+ */
+static void test_release_data_bulk(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t cw, cr, eq;
+	struct coffer_oid oid, other, ids[2];
+	struct coffer_event ev;
+	const void *old = NULL, *new = NULL, *oth = NULL, *ptrs[2];
+	uint64_t sz, outside = 0;
+	void *wr;
+
+	make_oid(&oid, 16, 1);
+	make_oid(&other, 16, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, 0, &wr, NULL), 0);
+	fill(wr, 4096, 1);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &other, 4096, 0, &wr, NULL), 0);
+	fill(wr, 4096, 9);
+	assert_int_equal(coffer_obj_seal_oid(cw, &other, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &old, &sz, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &other, 0, &oth, &sz, NULL), 0);
+	assert_int_equal(coffer_obj_create_oid(cw, &oid, 4096, COFFER_CREATE_REPLACE, &wr, NULL),
+			 0);
+	fill(wr, 4096, 2);
+	assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &new, &sz, NULL), 0);
+
+	ids[0] = oid;
+	ids[1] = other;
+	ptrs[0] = old;
+	ptrs[1] = &outside; /* not in the arena: nothing is sent */
+	assert_int_equal(coffer_obj_release_data_bulk(cr, ids, ptrs, 2, NULL), -EINVAL);
+	ptrs[1] = NULL;
+	assert_int_equal(coffer_obj_release_data_bulk(cr, ids, ptrs, 2, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data_bulk(cr, ids, NULL, 2, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data_bulk(cr, ids, ptrs, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data_bulk(eq, ids, ptrs, 1, NULL), -EINVAL);
+	ptrs[1] = oth;
+	assert_true(check(old, 4096, 1) && check(oth, 4096, 9));
+	assert_int_equal(coffer_obj_release_data_bulk(cr, ids, ptrs, 2, &ev), 0);
+	assert_int_equal(wait_ev(eq, &ev), 0);
+	/* the new version is still ours; the two released ones are not */
+	assert_int_equal(coffer_obj_release_data(cr, &oid, old, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_release_data(cr, &other, oth, NULL), -ENOENT);
+	assert_true(check(new, 4096, 2));
+	assert_int_equal(coffer_obj_release_data_bulk(cr, &oid, &new, 1, NULL), 0);
+	assert_int_equal(coffer_obj_release_oid(cr, &oid, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
  * 0-byte objects have offset 0, and so may the arena's first block: a client holding a
  * 0-byte version and a real version at offset 0 of one ID names both with the same pointer.
  * Releasing "the 0-byte one" must never unpin the real one while it is read (a 0-byte
@@ -2152,6 +2218,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_data_after_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_data_zero_byte_tie, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_release_data_bulk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_oid_ops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
