@@ -13,8 +13,16 @@
 #include <unistd.h>
 int main(int argc, char **argv)
 {
-	const char *sock = argv[1];
-	int conns = atoi(argv[2]), k = atoi(argv[3]);
+	const char *sock;
+	int conns, k;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: idle_clients SOCKET CONNECTIONS CHANNELS_EACH\n");
+		return 2;
+	}
+	sock = argv[1];
+	conns = atoi(argv[2]);
+	k = atoi(argv[3]);
 	if (coffer_init())
 		return 1;
 	for (int c = 0; c < conns; c++) {
