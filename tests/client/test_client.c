@@ -759,6 +759,22 @@ static void test_replace(void **state)
 	expect_handles_closed(t);
 }
 
+/* End of a writer/reader test: delete @a and @b, finalise @ev, destroy @eq, disconnect both
+ * connections, and check that the store holds nothing and no handle is left. */
+static void end_writer_reader(struct tctx *t, coffer_handle_t cw, coffer_handle_t cr,
+			      coffer_handle_t eq, struct coffer_event *ev,
+			      const struct coffer_oid *a, const struct coffer_oid *b)
+{
+	assert_int_equal(coffer_obj_delete(cr, a, NULL), 0);
+	assert_int_equal(coffer_obj_delete(cr, b, NULL), 0);
+	assert_int_equal(coffer_event_fini(ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /*
  * One client holds two versions of one ID (a get before a replace and a get after it, as two
  * reader threads of one process do). Releasing the old one must leave the new one pinned:
@@ -823,14 +839,7 @@ static void test_release_data_after_replace(void **state)
 	assert_int_equal(coffer_obj_get_oid(cr, &oid, 0, &rd, &sz, NULL), 0);
 	assert_true(sz == 4096 && check(rd, 4096, 3));
 	assert_int_equal(coffer_obj_release_data(cr, &oid, rd, NULL), 0);
-	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
-	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
-	assert_int_equal(coffer_event_fini(&ev), 0);
-	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
-	assert_int_equal(coffer_disconnect(cw), 0);
-	assert_int_equal(coffer_disconnect(cr), 0);
-	expect_used(t, 0);
-	expect_handles_closed(t);
+	end_writer_reader(t, cw, cr, eq, &ev, &oid, &other);
 }
 
 /*
@@ -889,14 +898,7 @@ static void test_release_data_bulk(void **state)
 	assert_true(check(new, 4096, 2));
 	assert_int_equal(coffer_obj_release_data_bulk(cr, &oid, &new, 1, NULL), 0);
 	assert_int_equal(coffer_obj_release_oid(cr, &oid, NULL), -ENOENT);
-	assert_int_equal(coffer_obj_delete(cr, &oid, NULL), 0);
-	assert_int_equal(coffer_obj_delete(cr, &other, NULL), 0);
-	assert_int_equal(coffer_event_fini(&ev), 0);
-	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
-	assert_int_equal(coffer_disconnect(cw), 0);
-	assert_int_equal(coffer_disconnect(cr), 0);
-	expect_used(t, 0);
-	expect_handles_closed(t);
+	end_writer_reader(t, cw, cr, eq, &ev, &oid, &other);
 }
 
 /*
