@@ -109,14 +109,20 @@ struct chan_slot {
 	uint32_t gen;
 	uint16_t op;
 	uint8_t out; /* enum coffer__out */
-	uint64_t create_size;
+	union {
+		uint64_t create_size; /* COFFER__OUT_CREATE: the size asked for */
+		uint64_t oh_cookie;   /* COFFER__OUT_GET through an object handle (told the
+				       * offset, obj.c), else 0 */
+	};
 	void *ptr;
 	uint64_t *size_out;
-	uint64_t oh_cookie; /* get through an object handle: told the offset (obj.c) */
 	struct coffer_obj_buf *buf;
 	struct coffer__bulk *bulk;
 	struct coffer_event *ev;
 };
+
+/* One cache line a slot: the submitter fills it and the reaper reads it, per request. */
+_Static_assert(sizeof(struct chan_slot) == 64, "a channel slot is one cache line");
 
 struct coffer__chan {
 	/* submit side, under submit */
@@ -974,10 +980,12 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	ch->store_bell = fds[1];
 	fds[1] = -1;
 	rc = -ENOMEM;
-	ch->slots = calloc(ch->entries, sizeof(*ch->slots));
+	/* each slot on a line of its own (entries is a power of two >= 8: a multiple of 64) */
+	ch->slots = aligned_alloc(64, ch->entries * sizeof(*ch->slots));
 	ch->free = malloc(ch->entries * sizeof(*ch->free));
 	if (!ch->slots || !ch->free)
 		goto out_store;
+	memset(ch->slots, 0, ch->entries * sizeof(*ch->slots));
 	for (uint32_t i = 0; i < ch->entries; i++)
 		ch->free[i] = ch->entries - 1 - i;
 	ch->nfree = ch->entries;
@@ -1170,10 +1178,12 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 
 		s->op = d->op;
 		s->out = (uint8_t)d->out;
-		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
+		if (d->out == COFFER__OUT_CREATE)
+			s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
+		else
+			s->oh_cookie = d->out == COFFER__OUT_GET ? d->oh_cookie : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
-		s->oh_cookie = d->oh_cookie;
 		s->buf = d->buf;
 		s->bulk = bulk;
 		s->ev = evs ? evs[i] : ev;
