@@ -122,7 +122,6 @@ struct sess {
 	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
 				       * batch is 8 KiB; most clients never wait on the socket) */
 	unsigned int nsock_reps;
-	unsigned int budget_left; /* ring requests it may still have taken this round */
 	int dirty;
 	struct coffer__dl dirty_link, link;
 	struct coffer__dl doomed_link;	/* on the store's doomed list once doomed */
@@ -1100,11 +1099,10 @@ static unsigned int poll_rings(struct store *st)
 		s->pending = 0;
 		if (chans == 0)
 			continue;
-		first = s->rr++ % COFFER_CHANNELS_MAX;
+		first = s->rr++ % 64; /* a rotation of the 64-bit mask */
 		rot = first ? chans >> first | chans << (64 - first) : chans;
 		while (rot != 0) {
-			unsigned int id =
-			    ((unsigned int)__builtin_ctzll(rot) + first) % COFFER_CHANNELS_MAX;
+			unsigned int id = ((unsigned int)__builtin_ctzll(rot) + first) % 64;
 			bool more = false;
 			unsigned int n;
 
