@@ -108,12 +108,8 @@ struct chan_slot {
 	atomic_uint state; /* release PENDING / acquire in the reaper */
 	uint32_t gen;
 	uint16_t op;
-	uint8_t out; /* enum coffer__out */
-	union {
-		uint64_t create_size; /* COFFER__OUT_CREATE: the size asked for */
-		uint64_t oh_cookie;   /* COFFER__OUT_GET through an object handle (told the
-				       * offset, obj.c), else 0 */
-	};
+	uint8_t out;	      /* enum coffer__out */
+	uint64_t create_size; /* COFFER__OUT_CREATE: the size asked for */
 	void *ptr;
 	uint64_t *size_out;
 	struct coffer_obj_buf *buf;
@@ -308,8 +304,6 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 			*(const void **)slot->ptr = seg->base + rep->offset;
 			if (slot->size_out)
 				*slot->size_out = rep->size;
-			if (slot->oh_cookie)
-				coffer__obj_note_get(slot->oh_cookie, rep->offset);
 			break;
 		case COFFER__OUT_CONTAINS:
 			*(bool *)slot->ptr = rep->size != 0;
@@ -1178,10 +1172,7 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 
 		s->op = d->op;
 		s->out = (uint8_t)d->out;
-		if (d->out == COFFER__OUT_CREATE)
-			s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
-		else
-			s->oh_cookie = d->out == COFFER__OUT_GET ? d->oh_cookie : 0;
+		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
 		s->buf = d->buf;

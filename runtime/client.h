@@ -121,7 +121,6 @@ struct coffer__reqd {
 	void *ptr;		    /* see enum coffer__out */
 	uint64_t *size_out;	    /* COFFER__OUT_GET */
 	struct coffer_obj_buf *buf; /* COFFER__OUT_BULK */
-	uint64_t oh_cookie;	    /* COFFER__OUT_GET through an object handle, else 0 */
 };
 
 /*
@@ -224,14 +223,6 @@ void coffer__conn_fail(struct coffer__conn *conn, int err);
  * (tests that count handles; a thread about to call coffer_fini()).
  */
 void coffer__obj_thread_release(void);
-
-/*
- * coffer__obj_note_get() - remember on object handle @oh_cookie that its get returned the
- * object at arena @offset, so that its release drops exactly that object's reference.
- * Context: the reaper completing the get (any thread; takes no lock; a handle closed since is
- * ignored).
- */
-void coffer__obj_note_get(uint64_t oh_cookie, uint64_t offset);
 
 /* In a fork child: forget the hidden per-thread EQ inherited from the parent (obj.c). */
 void coffer__obj_atfork_child(void);

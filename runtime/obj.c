@@ -53,22 +53,11 @@ struct obj_rec {
 		struct coffer_oid oid; /* while the handle exists */
 		/* While cached (after the grace period that followed the close, so no reader can
 		 * still be copying oid out; or never published): free-list link. Sharing the
-		 * ObjectID's bytes saves 16 bytes a record: fewer fresh bytes per open when every
-		 * record is new memory. */
+		 * ObjectID's bytes keeps a record at 96 bytes instead of 112: fewer fresh bytes per
+		 * open when every record is new memory. */
 		struct obj_rec *fnext;
 	};
 	coffer_handle_t connh;
-	/*
-	 * Arena offset + 1 of the object this handle's latest get returned, 0 when none: its
-	 * release names that exact object (COFFER_RELEASE_BY_OFFSET), not whatever version is
-	 * current. Two handles of one connection may hold two versions of one ID (a get before
-	 * and one after a replacement); a release by ID alone drops the current one, which may
-	 * be the other handle's, and lets the store evict it under that handle's reader.
-	 * Written by the reaper that completes the get (coffer__obj_note_get(), inside a
-	 * read-side section that keeps the record alive) and taken by release; relaxed: the
-	 * get's event completion orders the write before the caller's release.
-	 */
-	_Atomic uint64_t get_off;
 };
 
 #define REC_OF_LINK(l) ((struct obj_rec *)((char *)(l)-offsetof(struct obj_rec, link)))
@@ -529,11 +518,9 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	return c->ev.ev_error;
 }
 
-/* Copies the ObjectID and connection of @oh; with @get_off, also takes the offset + 1 of its
- * latest get (0: none; see struct obj_rec). Return: 0; -ENOENT (no such object handle);
+/* Copies the ObjectID and connection of @oh. Return: 0; -ENOENT (no such object handle);
  * -EINVAL (not an object handle, as coffer_obj_close() says; runtime not initialised). */
-static int obj_resolve_off(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh,
-			   uint64_t *get_off)
+static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_hlink *link;
@@ -550,54 +537,10 @@ static int obj_resolve_off(coffer_handle_t oh, struct coffer_oid *oid, coffer_ha
 
 		*oid = r->oid;
 		*connh = r->connh;
-		if (get_off)
-			*get_off = atomic_exchange_explicit(&REC_OF_LINK(link)->get_off, 0,
-							    memory_order_relaxed);
 		rc = 0;
 	}
 	coffer__rcu_read_unlock();
 	return rc;
-}
-
-static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
-{
-	return obj_resolve_off(oh, oid, connh, NULL);
-}
-
-/* A release that was not sent gives back the offset it took, unless a newer get completed
- * on the handle meanwhile. */
-static void obj_put_back_off(coffer_handle_t oh, uint64_t get_off)
-{
-	struct coffer_hhash *hh = coffer_hhash_global();
-	struct coffer_hlink *link;
-	uint64_t none = 0;
-
-	if (!hh)
-		return;
-	coffer__rcu_read_lock();
-	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);
-	if (link)
-		atomic_compare_exchange_strong_explicit(&REC_OF_LINK(link)->get_off, &none, get_off,
-							memory_order_relaxed, memory_order_relaxed);
-	coffer__rcu_read_unlock();
-}
-
-/* coffer__obj_note_get(): see runtime/client.h. */
-void coffer__obj_note_get(uint64_t oh_cookie, uint64_t offset)
-{
-	struct coffer_hhash *hh = coffer_hhash_global();
-	struct coffer_hlink *link;
-
-	if (!hh)
-		return;
-	coffer__rcu_read_lock();
-	link =
-	    coffer_hhash_lookup_rcu(hh, (coffer_handle_t){.cookie = oh_cookie}, COFFER_HTYPE_OBJ);
-	/* closed since: nothing to remember (its release can only go by ID now) */
-	if (link)
-		atomic_store_explicit(&REC_OF_LINK(link)->get_off, offset + 1,
-				      memory_order_relaxed);
-	coffer__rcu_read_unlock();
 }
 
 static int obj_simple(coffer_handle_t oh, uint16_t op, uint16_t flags, struct coffer_event *ev)
@@ -663,7 +606,6 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 	r->link.hl_free = rec_free;
 	r->oid = *oid;
 	r->connh = connh;
-	atomic_store_explicit(&r->get_off, 0, memory_order_relaxed);
 	rc = coffer_hhash_insert(hh, &r->link, COFFER_HTYPE_OBJ, oh);
 	if (rc < 0) {
 		/* never published: straight back to this thread's cache */
@@ -735,8 +677,7 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
 				 .timeout_us = timeout_us,
 				 .out = COFFER__OUT_GET,
 				 .ptr = (void *)data,
-				 .size_out = size,
-				 .oh_cookie = oh.cookie};
+				 .size_out = size};
 	int rc;
 
 	if (!data)
@@ -750,25 +691,7 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
 /* coffer_obj_release(): see coffer/store.h. */
 COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev)
 {
-	struct coffer_oid oid;
-	coffer_handle_t connh;
-	uint64_t get_off;
-	bool launched;
-	struct coffer__reqd d = {.op = COFFER_OP_RELEASE, .oid = &oid};
-	int rc = obj_resolve_off(oh, &oid, &connh, &get_off);
-
-	if (rc < 0)
-		return rc;
-	/* The object this handle's latest get returned, whichever version is current now. */
-	if (get_off) {
-		d.flags = COFFER_RELEASE_BY_OFFSET;
-		d.size = get_off - 1;
-	}
-	rc = obj_exec(connh, &d, 1, NULL, ev, &launched);
-	/* Not sent (-EAGAIN, -EBUSY, ...): the handle still holds that reference. */
-	if (!launched && get_off)
-		obj_put_back_off(oh, get_off);
-	return rc;
+	return obj_simple(oh, COFFER_OP_RELEASE, 0, ev);
 }
 
 /* ---- operations by ObjectID ----------------------------------------------------------- */

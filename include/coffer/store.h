@@ -305,12 +305,13 @@ COFFER_API int coffer_obj_get(coffer_handle_t oh, int64_t timeout_us, const void
  * @oh: object handle.
  * @ev: NULL (blocking) or an event.
  *
- * Drops the reference the latest successful coffer_obj_get() through @oh took, on exactly
- * the object that get returned, even when a replacement was sealed since (another handle of
- * the same connection may hold the new version: its reference is not touched). Without such
- * a get (or after its release, or for the earlier of two gets through @oh that are both still
- * held) it drops one by ID as coffer_obj_release_oid() does; to release a particular get's
- * object in those cases, use coffer_obj_release_data().
+ * Which reference: the store counts references by ID and client (connection), not by handle
+ * or get, and this is a release by ID. While the client holds the current object of the ID,
+ * it drops a reference on that; else on the oldest replaced or deleted version of the ID the
+ * client still holds. When one connection may hold two versions of an ID at once (gets on
+ * both sides of a COFFER_CREATE_REPLACE seal, e.g. through two handles in two threads), use
+ * coffer_obj_release_data() with the pointer the get returned instead: a release by ID can
+ * drop the other reader's pin on the current version, which a later replace then frees.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (this client holds no reference on that ID);
  * -ENOTCONN; -EAGAIN (@ev only).
  * Lifetime: pointers from the get (or create) this reference came with become invalid.

@@ -1413,8 +1413,9 @@ static void test_fork_inflight(void **state)
 
 /*
  * Two handles of one connection hold two versions of one ID (a get before and a get after a
- * replacement). Releasing one handle must drop the reference its own get took: when it
- * dropped the other handle's (the current version), that version became evictable while
+ * replacement). Releasing the old one by its pointer (coffer_obj_release_data(), as
+ * store.h says for this case) must leave the other handle's pin on the new version: a
+ * release by ID drops the current version's reference, which then became evictable while
  * its reader still held it, and a fill of the store reused its memory under the reader.
  */
 static void test_release_own_version(void **state)
@@ -1444,7 +1445,7 @@ static void test_release_own_version(void **state)
 		assert_true(check(rd[v], sz, 60 + (uint64_t)v));
 	}
 	/* h[0] is done with the old version; h[1] still reads the new one */
-	assert_int_equal(coffer_obj_release(h[0], NULL), 0);
+	assert_int_equal(coffer_obj_release_data(c, &oid, rd[0], NULL), 0);
 	for (uint64_t i = 0; i < 16; i++) {
 		make_oid(&fill_oid, 14, 100 + i);
 		if (coffer_obj_create_oid(c2, &fill_oid, osz, 0, &wr, NULL) != 0)
@@ -1455,7 +1456,7 @@ static void test_release_own_version(void **state)
 	}
 	assert_true(filled >= 8); /* more than the store holds: everything evictable went */
 	assert_true(check(rd[1], sz, 61));
-	assert_int_equal(coffer_obj_release(h[1], NULL), 0);
+	assert_int_equal(coffer_obj_release_data(c, &oid, rd[1], NULL), 0);
 	/* both references are gone: neither handle holds anything */
 	assert_int_equal(coffer_obj_release(h[0], NULL), -ENOENT);
 	assert_int_equal(coffer_obj_release(h[1], NULL), -ENOENT);
