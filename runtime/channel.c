@@ -902,6 +902,11 @@ static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply
 	if (r->ring_entries < 1 || (r->ring_entries & (r->ring_entries - 1)) != 0 ||
 	    r->ring_entries > COFFER_RING_ENTRIES_MAX)
 		return -EPROTO;
+	/* The id picks our doorbell bit (coffer__doorbell_ring(): bit id / WORDS of a 64-bit
+	 * word): one past what the store announced, or past the page's bits, is a lie that
+	 * would shift past bit 63. */
+	if (r->channel_id >= ch->conn->max_channels || r->channel_id >= 64 * COFFER_DOORBELL_WORDS)
+		return -EPROTO;
 	req_end = r->req_off + (uint64_t)r->ring_entries * sizeof(struct coffer_req);
 	rep_end = r->rep_off + (uint64_t)r->ring_entries * sizeof(struct coffer_rep);
 	if (r->req_off < sizeof(struct coffer_chan_shm) ||

@@ -15,7 +15,10 @@
  * The client must map every lie to an error on that event only, count stray replies, and
  * on the corrupt ring complete everything pending with -ENOTCONN; nothing may crash (run
  * under ASan/UBSan too). A second fake passes a doorbell page shorter than a page: touching
- * it would raise SIGBUS, so coffer_connect() must refuse it with -EPROTO.
+ * it would raise SIGBUS, so coffer_connect() must refuse it with -EPROTO. A third opens a
+ * channel with an id past the max_channels it announced (and past the doorbell page's bits):
+ * the client must refuse that channel (-EPROTO, the channel closed again) instead of ringing
+ * a doorbell bit the page does not have (a shift past 63 bits, undefined behaviour).
  */
 #include <errno.h>
 #include <poll.h>
@@ -50,7 +53,9 @@ struct fake {
 	pthread_t tid;
 	int errors;	     /* protocol steps that went wrong on the fake's side */
 	bool short_doorbell; /* answer HELLO with a 100-byte doorbell page, then wait for EOF */
+	bool bad_chan_id;    /* open the channel as id 1000, then answer closes until EOF */
 	bool joined;
+	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
 };
 
@@ -62,7 +67,8 @@ static int fake_send(int sock, uint16_t type, const void *body, uint32_t blen, c
 
 	coffer__msg_hdr_init(&h, type, 0, (uint32_t)(sizeof(h) + blen));
 	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), body, blen);
+	if (blen > 0) /* a body-less reply passes NULL */
+		memcpy(buf + sizeof(h), body, blen);
 	return coffer__send_fds(sock, buf, sizeof(h) + blen, fds, nfds, 0) < 0 ? -1 : 0;
 }
 
@@ -202,11 +208,41 @@ static void *fake_main(void *arg)
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
 		goto fail;
+	if (f->bad_chan_id)
+		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
 	{
 		int out[2] = {seg, bell};
 
 		if (fake_send(sock, COFFER_MSG_CHANNEL_OPEN_REPLY, &cor, sizeof(cor), out, 2) < 0)
 			goto fail;
+	}
+	if (f->bad_chan_id) { /* answer CHANNEL_CLOSE (of that id) until the client hangs up */
+		while (!atomic_load(&f->stop)) {
+			struct pollfd p = {.fd = sock, .events = POLLIN};
+			struct coffer_chan_close cc;
+			int cfds[4];
+
+			if (poll(&p, 1, 10) == 0)
+				continue; /* a failed test stops us instead of hanging up */
+			n = coffer__recv_fds(sock, buf, sizeof(buf), cfds, &nfds, 4, 0);
+			if (n <= 0)
+				break;
+			if (coffer__msg_check(buf, (size_t)n, &h) < 0 ||
+			    h.type != COFFER_MSG_CHANNEL_CLOSE ||
+			    (size_t)n < sizeof(h) + sizeof(cc))
+				break;
+			memcpy(&cc, buf + sizeof(h), sizeof(cc));
+			f->chan_closes += cc.channel_id == 1000;
+			if (fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0) < 0)
+				break;
+		}
+		close(fds[0]);
+		munmap(sm, shm_bytes);
+		munmap(base, FAKE_ARENA);
+		close(seg);
+		close(bell);
+		close(sock);
+		return NULL;
 	}
 	fake_serve_ring(f, sock, (struct coffer_chan_shm *)sm,
 			(const struct coffer_req *)(sm + cor.req_off),
@@ -224,7 +260,7 @@ fail:
 	return NULL;
 }
 
-static int setup_fake(void **state, bool short_doorbell)
+static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -232,6 +268,7 @@ static int setup_fake(void **state, bool short_doorbell)
 	if (!f)
 		return -1;
 	f->short_doorbell = short_doorbell;
+	f->bad_chan_id = bad_chan_id;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/coffer-hostile.XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
@@ -251,12 +288,17 @@ static int setup_fake(void **state, bool short_doorbell)
 
 static int setup(void **state)
 {
-	return setup_fake(state, false);
+	return setup_fake(state, false, false);
 }
 
 static int setup_short_doorbell(void **state)
 {
-	return setup_fake(state, true);
+	return setup_fake(state, true, false);
+}
+
+static int setup_bad_chan_id(void **state)
+{
+	return setup_fake(state, false, true);
 }
 
 static int teardown(void **state)
@@ -374,11 +416,41 @@ static void test_short_doorbell(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/*
+ * A channel id the store may not give (>= its max_channels, and past the doorbell page's
+ * 8 x 64 bits): publishing on it would ring bit 1000 / 8 = 125 of a 64-bit word. The open
+ * must fail with -EPROTO and the channel be closed again at the store.
+ */
+static void test_bad_channel_id(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oid;
+	struct coffer_event ev;
+	coffer_handle_t c, eq;
+	const void *data = NULL;
+	uint64_t size = 0;
+
+	memset(&oid, 4, sizeof(oid));
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &data, &size, &ev), -EPROTO);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF */
+	f->joined = true;
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_short_doorbell, setup_short_doorbell, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_channel_id, setup_bad_chan_id, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
