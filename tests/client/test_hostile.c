@@ -236,17 +236,11 @@ static void *fake_main(void *arg)
 			if (fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0) < 0)
 				break;
 		}
-		close(fds[0]);
-		munmap(sm, shm_bytes);
-		munmap(base, FAKE_ARENA);
-		close(seg);
-		close(bell);
-		close(sock);
-		return NULL;
+	} else {
+		fake_serve_ring(f, sock, (struct coffer_chan_shm *)sm,
+				(const struct coffer_req *)(sm + cor.req_off),
+				(struct coffer_rep *)(sm + cor.rep_off), fds[0]);
 	}
-	fake_serve_ring(f, sock, (struct coffer_chan_shm *)sm,
-			(const struct coffer_req *)(sm + cor.req_off),
-			(struct coffer_rep *)(sm + cor.rep_off), fds[0]);
 	close(fds[0]);
 	munmap(sm, shm_bytes);
 	munmap(base, FAKE_ARENA);
