@@ -1143,6 +1143,21 @@ static int chan_reserve(struct coffer__chan *ch, unsigned int n, bool partial, u
 	return rc;
 }
 
+/* chan_get() then chan_reserve(): the pinned channel in *@chp and the count reserved, or
+ * -errno with nothing held. */
+static int chan_get_reserve(coffer_handle_t connh, coffer_handle_t eqh, unsigned int n,
+			    bool partial, uint32_t *idx, struct coffer__chan **chp)
+{
+	int rc = chan_get(connh, eqh, chp);
+
+	if (rc < 0)
+		return rc;
+	rc = chan_reserve(*chp, n, partial, idx);
+	if (rc < 0)
+		chan_put(*chp);
+	return rc;
+}
+
 /* Gives back @k reserved slots that were never queued. */
 static void chan_unreserve(struct coffer__chan *ch, const uint32_t *idx, unsigned int k)
 {
@@ -1215,15 +1230,10 @@ int coffer__chan_submit(coffer_handle_t connh, struct coffer_event *ev,
 	rc = coffer__event_eq(ev, &eqh);
 	if (rc < 0)
 		return rc;
-	rc = chan_get(connh, eqh, &ch);
+	/* Reserve n slots before launching: a full channel leaves the event untouched. */
+	rc = chan_get_reserve(connh, eqh, n, false, idx, &ch);
 	if (rc < 0)
 		return rc;
-	/* Reserve n slots before launching: a full channel leaves the event untouched. */
-	rc = chan_reserve(ch, n, false, idx);
-	if (rc < 0) {
-		chan_put(ch);
-		return rc;
-	}
 	rc = coffer__event_launch(ev);
 	if (rc < 0) {
 		chan_unreserve(ch, idx, n);
@@ -1263,15 +1273,10 @@ int coffer__chan_submit_vec(coffer_handle_t connh, struct coffer_event *const *e
 		if (other.cookie != eqh.cookie)
 			return -EINVAL; /* one vector, one EQ, one channel */
 	}
-	rc = chan_get(connh, eqh, &ch);
+	/* Reserve up to n slots: what does not fit stays with the caller, untouched. */
+	rc = chan_get_reserve(connh, eqh, n, true, idx, &ch);
 	if (rc < 0)
 		return rc;
-	/* Reserve up to n slots: what does not fit stays with the caller, untouched. */
-	rc = chan_reserve(ch, n, true, idx);
-	if (rc < 0) {
-		chan_put(ch);
-		return rc;
-	}
 	k = (unsigned int)rc;
 	/* Launch in order; the first failure ends the vector there. */
 	for (launched = 0; launched < k; launched++) {
