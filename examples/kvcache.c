@@ -16,11 +16,11 @@
  * version, everything is deleted and the store's used bytes are back where they started.
  *
  * Things the API asks of a program like this one:
- *  - A connection carries at most 64 channels: one per EQ that uses it, and one per thread
+ *  - A connection carries at most 512 channels: one per EQ that uses it, and one per thread
  *    that makes blocking calls (its hidden EQ, kept until the thread exits). Workers with
- *    their own EQ and blocking calls need two each: one connection per 32 workers, and the
- *    main thread's blocking calls go through a connection of its own (a 33rd thread on a
- *    workers' connection would make its 65th channel: -EMFILE).
+ *    their own EQ and blocking calls need two each: one connection per 256 workers, and the
+ *    main thread's blocking calls go through a connection of its own (a 257th thread on a
+ *    workers' connection would make its 513th channel: -EMFILE).
  *  - Two readers of one ID on one connection may hold two versions (one got before a
  *    replace, one after): a release by ID drops the current version's reference first, so
  *    release with coffer_obj_release_data(), which names the version by its pointer.
@@ -44,7 +44,7 @@
 #define DEPTH		 8    /* operations in flight per thread */
 #define MAX_KEYS	 1024 /* keys */
 #define MAX_THREAD	 256
-#define THREADS_PER_CONN 32 /* 2 channels each (own EQ + hidden EQ), 64 per connection */
+#define THREADS_PER_CONN 256 /* 2 channels each (own EQ + hidden EQ), 512 per connection */
 
 #define FAIL(...)                                                                                  \
 	do {                                                                                       \

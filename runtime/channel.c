@@ -807,8 +807,6 @@ static void chan_unmap(struct coffer__chan *ch)
 {
 	if (ch->shm)
 		munmap(ch->shm, ch->shm_bytes);
-	if (ch->store_bell >= 0)
-		close(ch->store_bell);
 	free(ch->slots);
 	free(ch->free);
 	free(ch);
@@ -937,7 +935,7 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	struct coffer_chan_open_reply rep;
 	struct coffer__chan *ch = NULL;
 	struct coffer__chanv *old, *nv;
-	int fds[2] = {-1, -1};
+	int segfd = -1;
 	int wfd, rc;
 
 	pthread_mutex_lock(&conn->chan_lock);
@@ -963,21 +961,19 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	}
 	req.ring_entries = chan_pick_entries(conn);
 	rc = coffer__conn_ctl(conn, COFFER_MSG_CHANNEL_OPEN, &req, sizeof(req), wfd,
-			      COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), fds, 2);
+			      COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &segfd, 1);
 	if (rc < 0)
 		goto out;
 	rc = -ENOMEM;
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		goto out_store;
-	ch->store_bell = -1;
+	ch->store_bell = conn->store_bell; /* the connection's, not closed with the channel */
 	ch->conn = conn;
 	ch->eqh = eqh;
-	rc = fds[0] >= 0 && fds[1] >= 0 ? chan_map(ch, &rep, fds[0]) : -EPROTO;
+	rc = segfd >= 0 ? chan_map(ch, &rep, segfd) : -EPROTO;
 	if (rc < 0)
 		goto out_store;
-	ch->store_bell = fds[1];
-	fds[1] = -1;
 	rc = -ENOMEM;
 	/* each slot on a line of its own (entries is a power of two >= 8: a multiple of 64) */
 	ch->slots = aligned_alloc(64, ch->entries * sizeof(*ch->slots));
@@ -1024,9 +1020,8 @@ out_store : {
 			       COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0);
 }
 out:
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	if (segfd >= 0)
+		close(segfd); /* mapped or not, the segment needs no fd */
 	if (ch)
 		chan_unmap(ch);
 	pthread_mutex_unlock(&conn->chan_lock);

@@ -183,6 +183,7 @@ struct coffer__conn {
 	uint32_t segment;
 	struct coffer__seg *seg;
 	struct coffer_doorbell *doorbell; /* HELLO_REPLY's page: which channels published */
+	int store_bell; /* HELLO_REPLY's request doorbell (eventfd), for every channel (v3) */
 	uint32_t max_channels;
 	uint32_t max_ring_entries;
 	uint32_t batch;		   /* publish threshold (requests) */

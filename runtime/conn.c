@@ -422,6 +422,8 @@ static void conn_free(struct coffer_hlink *link)
 		seg_put(conn->seg);
 	if (conn->doorbell)
 		munmap(conn->doorbell, COFFER_DOORBELL_BYTES);
+	if (conn->store_bell >= 0)
+		close(conn->store_bell); /* after every channel, which ring it, is closed */
 	pthread_mutex_destroy(&conn->ctl_lock);
 	pthread_mutex_destroy(&conn->chan_lock);
 	free(conn);
@@ -509,7 +511,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	char defpath[108];
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
-	int fd, hello_fds[2] = {-1, -1}, arena_fd, rc;
+	int fd, hello_fds[3] = {-1, -1, -1}, arena_fd, rc;
 
 	if (!connh)
 		return -EINVAL;
@@ -530,6 +532,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	}
 	conn->sock = -1;
 	conn->stop_fd = -1;
+	conn->store_bell = -1;
 	pthread_mutex_init(&conn->ctl_lock, NULL);
 	pthread_mutex_init(&conn->chan_lock, NULL);
 	conn->link.hl_free = conn_free;
@@ -544,10 +547,11 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	}
 	conn->sock = fd;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
-			      sizeof(hello), hello_fds, 2);
+			      sizeof(hello), hello_fds, 3);
 	if (rc < 0)
 		goto err_free;
 	arena_fd = hello_fds[0];
+	conn->store_bell = hello_fds[2];
 	rc = doorbell_map(hello_fds[1], &conn->doorbell);
 	close(hello_fds[1]);
 	if (rc == 0 && (hello.arena_bytes == 0 || hello.max_channels == 0 ||

@@ -51,7 +51,7 @@ COFFER_API const char *coffer_strerror(int err)
 		return "try again (channel full)";
 	case EMFILE:
 		/* An object call's -EMFILE is the channel limit, which no fd limit explains. */
-		return "too many open files, or a connection's 64 channels in use (one per EQ "
+		return "too many open files, or a connection's 512 channels in use (one per EQ "
 		       "and per thread making blocking calls: open another connection)";
 	default:
 		/* Not strerror(): for codes it does not know, glibc formats into a per-thread

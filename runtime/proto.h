@@ -16,11 +16,14 @@
  *   HELLO            c->s  body: none.
  *   HELLO_REPLY      s->c  body: struct coffer_hello_reply; SCM_RIGHTS: the arena fd (once
  *                          per process; the client maps it keyed by segment id, never by fd),
- *                          then the connection's doorbell page (struct coffer_doorbell).
+ *                          then the connection's doorbell page (struct coffer_doorbell),
+ *                          then the store's request-doorbell eventfd (v3: one per
+ *                          connection, rung for any of its channels; the client writes 8
+ *                          bytes to it only).
  *   CHANNEL_OPEN     c->s  body: struct coffer_chan_open; SCM_RIGHTS: one eventfd, the
  *                          client's reply doorbell (the store writes 8 bytes to it only).
  *   CHANNEL_OPEN_REPLY s->c body: struct coffer_chan_open_reply; SCM_RIGHTS: the channel
- *                          segment fd, then the store's request doorbell eventfd.
+ *                          segment fd (v3: nothing else).
  *   CHANNEL_CLOSE    c->s  body: struct coffer_chan_close. Reply: CHANNEL_CLOSE_REPLY, no body.
  *   REQUEST          c->s  body: hdr.count x struct coffer_req (1..COFFER_MSG_BATCH_MAX).
  *   REPLY            s->c  body: hdr.count x struct coffer_rep, in request order; requests
@@ -55,7 +58,7 @@
 #include <coffer/store.h>
 
 #define COFFER_PROTO_MAGIC   0x52464643u /* "CFFR" read as little-endian bytes */
-#define COFFER_PROTO_VERSION 2u
+#define COFFER_PROTO_VERSION 3u
 
 enum coffer_msg_type {
 	COFFER_MSG_HELLO = 1,

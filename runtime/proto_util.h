@@ -15,15 +15,14 @@
 
 #include "runtime/proto.h"
 
-/* Most file descriptors one socket message may carry (HELLO_REPLY and CHANNEL_OPEN_REPLY carry
- * two). */
+/* Most file descriptors one socket message may carry (HELLO_REPLY carries three). */
 #define COFFER_MSG_FDS_MAX 4
 
 /* Channel rings: limits the store enforces (and announces in HELLO_REPLY). */
 #define COFFER_RING_ENTRIES_MIN	    8u
 #define COFFER_RING_ENTRIES_DEFAULT 256u
 #define COFFER_RING_ENTRIES_MAX	    4096u
-#define COFFER_CHANNELS_MAX	    64u
+#define COFFER_CHANNELS_MAX	    512u /* per connection: every bit of the doorbell page */
 
 _Static_assert(COFFER_CHANNELS_MAX <= 64 * COFFER_DOORBELL_WORDS, "a doorbell bit per channel");
 

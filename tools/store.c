@@ -79,11 +79,24 @@ enum { K_LISTEN = 1, K_SIGNAL = 2, K_SESS = 3, K_DOORBELL = 4 };
 
 struct sess;
 
+/* Channel bitmaps of a session (sess.open, sess.pending), 64 channels a word. */
+#define CHAN_MASK_WORDS (COFFER_CHANNELS_MAX / 64)
+_Static_assert(COFFER_CHANNELS_MAX % 64 == 0, "whole bitmap words");
+
+static inline void mask_set(uint64_t *m, uint32_t id)
+{
+	m[id / 64] |= UINT64_C(1) << (id % 64);
+}
+
+static inline void mask_clear(uint64_t *m, uint32_t id)
+{
+	m[id / 64] &= ~(UINT64_C(1) << (id % 64));
+}
+
 struct chan {
-	int kind; /* K_DOORBELL */
 	struct sess *s;
 	uint32_t id;
-	int memfd, req_efd, rep_efd;
+	int rep_efd; /* the client's reply doorbell */
 	void *map;
 	size_t map_bytes;
 	struct coffer_chan_shm *shm;
@@ -100,7 +113,7 @@ struct outmsg {
 	struct coffer__dl link;
 	size_t len;
 	unsigned int nfds;
-	int fds[2];
+	int fds[COFFER_MSG_FDS_MAX];
 	unsigned char buf[];
 };
 
@@ -112,12 +125,13 @@ struct sess {
 	pid_t pid;
 	uid_t uid;
 	struct chan *chans[COFFER_CHANNELS_MAX];
-	struct coffer_doorbell *db; /* the connection's doorbell page (proto.h), from HELLO */
-	int db_fd;
-	uint64_t open;	      /* bit i: chans[i] is open (COFFER_CHANNELS_MAX <= 64, below) */
-	uint64_t pending;     /* channels left with work last round: polled again without a bit */
-	unsigned int db_used; /* doorbell words some open channel maps to */
-	unsigned int rr;      /* rotates the channel looked at first each round */
+	struct coffer_doorbell *db;	/* the connection's doorbell page (proto.h), from HELLO */
+	int bell_efd;			/* the connection's request doorbell (v3), from HELLO */
+	uint64_t open[CHAN_MASK_WORDS]; /* bit i: chans[i] is open */
+	uint64_t pending[CHAN_MASK_WORDS]; /* left with work last round: polled without a bit */
+	unsigned int db_used;		   /* doorbell words some open channel maps to */
+	unsigned int nwords; /* bitmap words up to the highest open channel's (0: none open) */
+	unsigned int rr;     /* the channel looked at first next round */
 	struct coffer__dl outq;
 	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
 				       * batch is 8 KiB; most clients never wait on the socket) */
@@ -128,15 +142,13 @@ struct sess {
 	struct coffer__dl *doomed_list; /* the store's doomed list */
 };
 
-_Static_assert(COFFER_CHANNELS_MAX <= 64, "sess.open and sess.pending are 64-bit masks");
-
 struct store {
 	const struct coffer__store_cfg *cfg;
 	struct coffer__shm shm;
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
 	int lkind, sigkind;
-	int dbkind; /* K_DOORBELL: what every channel's doorbell event points at */
+	int dbkind; /* K_DOORBELL: what every session's doorbell event points at */
 	int listen_paused;
 	uint64_t resume_listen_us;
 	int stop;
@@ -520,18 +532,20 @@ static void chan_close(struct store *st, struct chan *c)
 
 	coffer__ot_drop_route(st->ot, &s->owner, c->id + 1);
 	s->chans[c->id] = NULL;
-	s->open &= ~(UINT64_C(1) << c->id);
-	s->pending &= ~(UINT64_C(1) << c->id);
+	mask_clear(s->open, c->id);
+	mask_clear(s->pending, c->id);
 	s->db_used = 0;
-	for (uint64_t o = s->open; o != 0; o &= o - 1)
-		s->db_used |= 1u << ((unsigned int)__builtin_ctzll(o) % COFFER_DOORBELL_WORDS);
+	s->nwords = 0;
+	for (unsigned int w = 0; w < CHAN_MASK_WORDS; w++)
+		for (uint64_t o = s->open[w]; o != 0; o &= o - 1) {
+			s->db_used |= 1u << ((w * 64 + (unsigned int)__builtin_ctzll(o)) %
+					     COFFER_DOORBELL_WORDS);
+			s->nwords = w + 1;
+		}
 	coffer__dl_del(&c->link);
 	if (c->dirty)
 		coffer__dl_del(&c->dirty_link);
-	(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, c->req_efd, NULL);
-	close(c->req_efd);
 	close(c->rep_efd);
-	close(c->memfd);
 	munmap(c->map, c->map_bytes);
 	free(c);
 }
@@ -576,15 +590,20 @@ fail:
 	return rc;
 }
 
+/*
+ * Opens a channel of @s with @entries per ring and the client's reply doorbell @rep_efd (kept
+ * on success). Return: 0 (*@memfd: the rings' memfd, for the reply; the caller closes it,
+ * the mapping stays); -EMFILE (no free channel id, or out of fds); -ENOMEM.
+ */
 static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep_efd,
-		     struct coffer_chan_open_reply *r)
+		     struct coffer_chan_open_reply *r, int *memfd)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
-	struct epoll_event ev;
 	struct chan *c;
 	uint32_t id;
 	int fl;
 
+	*memfd = -1;
 	for (id = 0; id < COFFER_CHANNELS_MAX && s->chans[id] != NULL; id++)
 		;
 	if (id == COFFER_CHANNELS_MAX)
@@ -592,12 +611,10 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
-	c->kind = K_DOORBELL;
 	c->s = s;
 	c->id = id;
 	c->entries = entries;
 	c->mask = entries - 1;
-	c->memfd = c->req_efd = -1;
 	r->channel_id = id;
 	r->ring_entries = entries;
 	r->req_off = sizeof(struct coffer_chan_shm);
@@ -606,46 +623,63 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	bytes = (bytes + page - 1) / page * page;
 	r->shm_bytes = bytes;
 	c->map_bytes = bytes;
-	if (shared_memfd("coffer-chan", bytes, &c->memfd, &c->map) != 0)
+	if (shared_memfd("coffer-chan", bytes, memfd, &c->map) != 0)
 		goto fail;
 	c->shm = c->map;
 	c->shm->req.consumer_cpu = st->cpu; /* a hint, kept current by set_cpu() */
 	c->reqs = (struct coffer_req *)((char *)c->map + r->req_off);
 	c->reps = (struct coffer_rep *)((char *)c->map + r->rep_off);
-	c->req_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->req_efd < 0)
-		goto fail;
-	/* Edge-triggered: every client write is one wake-up; the store never reads it. The
-	 * event points at the store, never at the channel: a CHANNEL_CLOSE handled earlier in
-	 * the same epoll_wait() batch frees the channel, and a pointer into it would then be
-	 * read after free by dispatch() (found by tests/reliability/fuzz_wire.c). */
-	ev.events = EPOLLIN | EPOLLET;
-	ev.data.ptr = &st->dbkind;
-	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, c->req_efd, &ev) != 0)
-		goto fail;
 	fl = fcntl(rep_efd, F_GETFL);
-	if (fl < 0 || fcntl(rep_efd, F_SETFL, fl | O_NONBLOCK) != 0) {
-		(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, c->req_efd, NULL);
+	if (fl < 0 || fcntl(rep_efd, F_SETFL, fl | O_NONBLOCK) != 0)
 		goto fail;
-	}
 	c->rep_efd = rep_efd;
 	coffer__dl_init(&c->dirty_link);
 	coffer__dl_add_tail(&st->chans, &c->link);
 	s->chans[id] = c;
-	s->open |= UINT64_C(1) << id;
-	s->pending |= UINT64_C(1) << id; /* looked at once, bit or not */
+	mask_set(s->open, id);
+	mask_set(s->pending, id); /* looked at once, bit or not */
 	s->db_used |= 1u << (id % COFFER_DOORBELL_WORDS);
+	if (id / 64 + 1 > s->nwords)
+		s->nwords = id / 64 + 1;
 	return 0;
 fail:
 	fl = errno == EMFILE || errno == ENFILE ? -EMFILE : -ENOMEM;
-	if (c->req_efd >= 0)
-		close(c->req_efd);
 	if (c->map != NULL)
 		munmap(c->map, c->map_bytes);
-	if (c->memfd >= 0)
-		close(c->memfd);
+	if (*memfd >= 0)
+		close(*memfd);
+	*memfd = -1;
 	free(c);
 	return fl;
+}
+
+/*
+ * Creates @s's doorbells at HELLO (protocol v3): the doorbell page (*@pagefd, for the reply;
+ * the caller closes it, *@page stays mapped) and the request-doorbell eventfd s->bell_efd,
+ * which every channel of the connection rings when the store sleeps. Edge-triggered: every
+ * client write is one wake-up, and the store never reads it. The event points at the store,
+ * never at the session: one freed earlier in the same epoll_wait() batch would otherwise be
+ * read after free by dispatch() (found for channels by tests/reliability/fuzz_wire.c).
+ * One eventfd per connection rather than per channel keeps the store's fds per channel to
+ * the client's reply doorbell alone. Return: 0; -EMFILE (out of fds); -ENOMEM.
+ */
+static int sess_bells(struct store *st, struct sess *s, int *pagefd, void **page)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &st->dbkind};
+	int rc = shared_memfd("coffer-doorbell", COFFER_DOORBELL_BYTES, pagefd, page);
+
+	if (rc == 0) {
+		s->bell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (s->bell_efd >= 0 && epoll_ctl(st->epfd, EPOLL_CTL_ADD, s->bell_efd, &ev) == 0)
+			return 0;
+		rc = -errno;
+		if (s->bell_efd >= 0)
+			close(s->bell_efd);
+		s->bell_efd = -1;
+		munmap(*page, COFFER_DOORBELL_BYTES);
+		close(*pagefd);
+	}
+	return rc == -EMFILE || rc == -ENFILE ? -EMFILE : -ENOMEM;
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -655,7 +689,7 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 {
 	struct coffer_chan_open req;
 	struct coffer_chan_open_reply rep;
-	int rc, out[2];
+	int rc, memfd;
 
 	memcpy(&req, body, sizeof(req));
 	if (nfds != 1) {
@@ -682,15 +716,17 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 		return;
 	}
 	memset(&rep, 0, sizeof(rep));
-	rc = chan_open(st, s, req.ring_entries, fds[0], &rep);
+	rc = chan_open(st, s, req.ring_entries, fds[0], &rep, &memfd);
 	if (rc != 0) {
 		close(fds[0]);
 		send_error(st, s, rc, 0, "CHANNEL_OPEN failed: %s", strerror(-rc));
 		return;
 	}
-	out[0] = s->chans[rep.channel_id]->memfd;
-	out[1] = s->chans[rep.channel_id]->req_efd;
-	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), out, 2);
+	/* v3: the rings' fd only (the request doorbell is the session's, sent in HELLO_REPLY).
+	 * A queued reply holds its own copy, so the store keeps no fd per channel but the
+	 * client's doorbell. */
+	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &memfd, 1);
+	close(memfd);
 }
 
 static void fill_info(struct store *st, struct coffer_store_info *info)
@@ -777,24 +813,24 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		    .max_ring_entries = COFFER_RING_ENTRIES_MAX,
 		};
 
-		int rc, out[2];
+		int rc, out[3];
 		void *db;
 
 		if (s->hello) {
 			send_error(st, s, -EPROTO, 1, "HELLO sent twice");
 			return;
 		}
-		rc = shared_memfd("coffer-doorbell", COFFER_DOORBELL_BYTES, &s->db_fd, &db);
+		rc = sess_bells(st, s, &out[1], &db);
 		if (rc != 0) {
-			send_error(st, s, rc == -EMFILE || rc == -ENFILE ? -EMFILE : -ENOMEM, 1,
-				   "HELLO: no doorbell page: %s", strerror(-rc));
+			send_error(st, s, rc, 1, "HELLO: no doorbells: %s", strerror(-rc));
 			return;
 		}
 		s->db = db;
 		s->hello = 1;
 		out[0] = st->shm.fd;
-		out[1] = s->db_fd; /* kept open with the session: a steady fd count per client */
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 2);
+		out[2] = s->bell_efd;
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 3);
+		close(out[1]); /* the page stays mapped; a queued reply holds its own copy */
 		return;
 	}
 	case COFFER_MSG_CHANNEL_OPEN:
@@ -876,8 +912,10 @@ static void sess_kill(struct store *st, struct sess *s)
 	close(s->fd);
 	if (s->db != NULL)
 		munmap(s->db, COFFER_DOORBELL_BYTES);
-	if (s->db_fd >= 0)
-		close(s->db_fd);
+	if (s->bell_efd >= 0) {
+		(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, s->bell_efd, NULL);
+		close(s->bell_efd);
+	}
 	while (!coffer__dl_empty(&s->outq)) {
 		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
 
@@ -976,7 +1014,7 @@ static void do_accept(struct store *st)
 		}
 		s->kind = K_SESS;
 		s->fd = fd;
-		s->db_fd = -1;
+		s->bell_efd = -1;
 		s->pid = uc.pid;
 		s->uid = uc.uid;
 		coffer__ot_owner_init(&s->owner);
@@ -1041,43 +1079,52 @@ static void flush_dirty(struct store *st)
 }
 
 /*
- * Which of @s's channels to poll this round: those whose doorbell bits the client set since
- * the last round (each non-zero word exchanged with 0), those left with work last round, and
- * every open one when @sweep. The full fence after the exchanges pairs with the client's
- * fence between publishing req.prod and looking at its bit (proto.h): a bit it found set is
- * one we exchange only now, so its prod is visible to the loads that follow.
+ * Which of @s's channels to poll this round, into @chans (CHAN_MASK_WORDS words): those whose
+ * doorbell bits the client set since the last round (each non-zero word exchanged with 0),
+ * those left with work last round, and every open one when @sweep. The full fence after the
+ * exchanges pairs with the client's fence between publishing req.prod and looking at its bit
+ * (proto.h): a bit it found set is one we exchange only now, so its prod is visible to the
+ * loads that follow. Return: whether any channel is to be polled.
  */
-static uint64_t sess_rung(struct sess *s, bool sweep)
+static bool sess_rung(struct sess *s, bool sweep, uint64_t *chans)
 {
-	uint64_t chans = s->pending;
-	bool any = false;
+	unsigned int nw = s->nwords;
+	bool rung = false, any = false;
 
+	memcpy(chans, sweep ? s->open : s->pending, nw * sizeof(*chans));
 	for (unsigned int w = 0; w < COFFER_DOORBELL_WORDS; w++) {
 		uint64_t *word = &s->db->word[w].bits, v;
 
 		if (!(s->db_used & (1u << w)) || __atomic_load_n(word, __ATOMIC_RELAXED) == 0)
 			continue;
 		v = __atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST);
-		any = true;
-		/* bit b of word w is channel b * WORDS + w; bits past the last channel are
-		 * junk from a client and drop out of the mask below */
-		for (unsigned int b = 0; v != 0 && b < COFFER_CHANNELS_MAX / COFFER_DOORBELL_WORDS;
-		     b++, v >>= 1)
-			if (v & 1)
-				chans |= UINT64_C(1) << (b * COFFER_DOORBELL_WORDS + w);
+		rung = true;
+		/* bit b of word w is channel b * WORDS + w; bits of channels the client does
+		 * not have are junk and drop out of the mask below */
+		for (; v != 0; v &= v - 1) {
+			uint32_t id = (uint32_t)__builtin_ctzll(v) * COFFER_DOORBELL_WORDS + w;
+
+			if (id < nw * 64)
+				mask_set(chans, id);
+		}
 	}
-	if (any)
+	if (rung)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return (sweep ? s->open : chans) & s->open;
+	for (unsigned int w = 0; w < nw; w++) {
+		chans[w] &= s->open[w];
+		any |= chans[w] != 0;
+	}
+	return any;
 }
 
 /*
  * One round over the clients whose channels have work (sess_rung()). Fairness is per client:
  * each client may have at most `budget` requests taken per round, spread over its channels
- * from a first channel that rotates each round, so a client with many channels or a flooded
- * ring cannot starve the others (what it has left is polled again next round); the client
- * list rotates by one each round so no client is always first. An idle channel costs nothing
- * here, an idle client one load per doorbell word it uses.
+ * from a first channel that moves on each round (to the one after the first it polled), so
+ * a client with many channels or a flooded ring cannot starve the others (what it has left
+ * is polled again next round); the client list rotates by one each round so no client is
+ * always first. An idle channel costs nothing here, an idle client one load per doorbell
+ * word it uses.
  */
 static unsigned int poll_rings(struct store *st)
 {
@@ -1090,32 +1137,44 @@ static unsigned int poll_rings(struct store *st)
 	st->sweep = 0;
 	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
 		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
-		unsigned int budget = st->cfg->budget, first;
-		uint64_t chans, rot;
+		unsigned int budget = st->cfg->budget, nw = s->nwords, first;
+		uint64_t chans[CHAN_MASK_WORDS];
+		bool visited = false;
 
-		if (s->doomed || s->open == 0)
+		if (s->doomed || nw == 0)
 			continue;
-		chans = sess_rung(s, sweep);
-		s->pending = 0;
-		if (chans == 0)
+		if (!sess_rung(s, sweep, chans))
 			continue;
-		first = s->rr++ % 64; /* a rotation of the 64-bit mask */
-		rot = first ? chans >> first | chans << (64 - first) : chans;
-		while (rot != 0) {
-			unsigned int id = ((unsigned int)__builtin_ctzll(rot) + first) % 64;
-			bool more = false;
-			unsigned int n;
+		memset(s->pending, 0, nw * sizeof(*s->pending));
+		/* from bit `first` up, wrapping round to the bits below it (k == nw) */
+		first = s->rr % (nw * 64);
+		for (unsigned int k = 0; k <= nw; k++) {
+			unsigned int w = (first / 64 + k) % nw, sh = first % 64;
+			uint64_t bits = chans[w];
 
-			rot &= rot - 1;
-			if (budget > 0 && !s->doomed) {
-				n = chan_drain(st, s->chans[id], budget, &more);
-				budget -= n;
-				work += n;
-			} else {
-				more = true;
+			if (k == 0)
+				bits &= ~UINT64_C(0) << sh;
+			else if (k == nw)
+				bits &= sh ? ~(~UINT64_C(0) << sh) : 0;
+			for (; bits != 0; bits &= bits - 1) {
+				uint32_t id = w * 64 + (uint32_t)__builtin_ctzll(bits);
+				bool more = false;
+				unsigned int n;
+
+				if (!visited) {
+					s->rr = id + 1;
+					visited = true;
+				}
+				if (budget > 0 && !s->doomed) {
+					n = chan_drain(st, s->chans[id], budget, &more);
+					budget -= n;
+					work += n;
+				} else {
+					more = true;
+				}
+				if (more)
+					mask_set(s->pending, id);
 			}
-			if (more)
-				s->pending |= UINT64_C(1) << id;
 		}
 	}
 	p = st->sessions.next;

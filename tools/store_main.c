@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "runtime/env.h"
 #include "runtime/proto_util.h"
@@ -18,7 +19,7 @@
 
 static const char usage[] =
     "usage: coffer-store -m SIZE [-s SOCKET] [-d HUGETLBFS_DIR] [--hugepages=auto|on|off]\n"
-    "                    [--socket-mode=MODE] [-v|-q] [--help]\n"
+    "                    [--socket-mode=MODE] [--max-files=N] [-v|-q] [--help]\n"
     "\n"
     "  -m, --memory SIZE      arena bytes, created and prefaulted at start-up; suffix K, M,\n"
     "                         G or T (powers of 1024); rounded up to the page size\n"
@@ -30,6 +31,10 @@ static const char usage[] =
     "                         with a notice), on (hugepages or fail), off\n"
     "  --socket-mode=MODE     octal permissions of the socket (default 0600); group bits\n"
     "                         also admit clients of the store's group\n"
+    "  --max-files=N          raise the open-file limit (RLIMIT_NOFILE, soft) to N, at most\n"
+    "                         the hard limit; default: the hard limit; 0: keep the inherited\n"
+    "                         limit. Each client connection holds 3 fds here, and 1 more per\n"
+    "                         channel (one per EQ or thread that uses it, up to 512)\n"
     "  -v, --verbose          more log lines (repeat for debug)\n"
     "  -q, --quiet            errors only\n"
     "  --help                 this text\n"
@@ -64,6 +69,28 @@ static int parse_size(const char *s, uint64_t *out)
 	return rc;
 }
 
+/*
+ * Raises the soft RLIMIT_NOFILE to @want (UINT64_MAX: the hard limit; 0: leave it), as
+ * redis-server does for its maxclients: every client costs fds here (its socket, doorbells,
+ * one per channel), and the common default of 1024 would cap a host at a few hundred
+ * threads' channels. Never fails the start: a limit it cannot raise is logged and kept.
+ */
+static void raise_nofile(uint64_t want)
+{
+	struct rlimit rl;
+
+	if (want == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && want > (uint64_t)rl.rlim_max)
+		want = rl.rlim_max;
+	if (want <= (uint64_t)rl.rlim_cur)
+		return;
+	rl.rlim_cur = (rlim_t)want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		COFFER_LOG(COFFER_LOG_WARN, "cannot raise the open-file limit to %" PRIu64 ": %s",
+			   want, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -72,6 +99,7 @@ int main(int argc, char **argv)
 	    {"hugetlbfs", required_argument, NULL, 'd'},
 	    {"hugepages", required_argument, NULL, 'H'},
 	    {"socket-mode", required_argument, NULL, 'M'},
+	    {"max-files", required_argument, NULL, 'F'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
@@ -80,7 +108,7 @@ int main(int argc, char **argv)
 	struct coffer__store_cfg cfg = {
 	    .hugepages = COFFER_HP_AUTO, .socket_mode = 0600, .spin_us = 50, .budget = 64};
 	static char defpath[108];
-	uint64_t spin_us;
+	uint64_t spin_us, max_files = UINT64_MAX;
 	int c, level = COFFER_LOG_NOTICE, have_m = 0;
 
 	opterr = 0;
@@ -124,6 +152,17 @@ int main(int argc, char **argv)
 			cfg.socket_mode = (mode_t)m;
 			break;
 		}
+		case 'F': {
+			char *end;
+
+			errno = 0;
+			max_files = strtoull(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0)
+				return bad("bad --max-files '%s': want a number of files (0: keep "
+					   "the inherited limit)",
+					   optarg);
+			break;
+		}
 		case 'v':
 			level = level < COFFER_LOG_INFO ? COFFER_LOG_INFO : COFFER_LOG_DEBUG;
 			break;
@@ -156,5 +195,6 @@ int main(int argc, char **argv)
 			   getenv("COFFER_STORE_SPIN_US"));
 	cfg.spin_us = (unsigned int)spin_us;
 	coffer__log_level = level;
+	raise_nofile(max_files);
 	return coffer__store_run(&cfg);
 }

@@ -227,7 +227,7 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    round trip on the socket: even with an event it then waits for the store, up to
  *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one).
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
- *    connection holds at most the store's max_channels live channels (64, sent in
+ *    connection holds at most the store's max_channels live channels (512, sent in
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE.
  *    A channel is freed when its EQ is destroyed (a hidden EQ when its thread exits).
  *    Programs with more concurrent EQs or blocking threads open more connections.

@@ -2175,6 +2175,97 @@ static void test_poller_before_channel(void **state)
 	expect_handles_closed(t);
 }
 
+/* Waits for @ev, launched on @eq, and returns its ev_error. */
+static int wait_one(coffer_handle_t eq, struct coffer_event *ev)
+{
+	struct coffer_event *done = NULL;
+
+	assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+	assert_ptr_equal(done, ev);
+	return ev->ev_error;
+}
+
+/*
+ * One connection carries a channel per EQ up to the store's max_channels, 512 since
+ * protocol v3 (before: 64, and the 65th EQ's first call failed with -EMFILE). Every channel
+ * carries traffic (its doorbell bit is one of all 512 bits of the page: channel 511 is bit 63
+ * of word 7), routes its replies to its own EQ, the 513th EQ gets -EMFILE, and destroying
+ * an EQ frees its channel id for the next one.
+ */
+static void test_channels_per_connection(void **state)
+{
+	enum { N = 512, SZ = 64 };
+	struct tctx *t = *state;
+	coffer_handle_t c, *eq = calloc(N + 1, sizeof(*eq));
+	struct coffer_event *ev = calloc(N + 1, sizeof(*ev));
+	const void **rdv = calloc(N, sizeof(*rdv)), *rd;
+	uint64_t *sizes = calloc(N, sizeof(*sizes)), size;
+	struct coffer_oid oid;
+	void *wr;
+
+	assert_non_null(eq);
+	assert_non_null(ev);
+	assert_non_null(rdv);
+	assert_non_null(sizes);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	for (int i = 0; i <= N; i++) {
+		assert_int_equal(coffer_eq_create(&eq[i]), 0);
+		assert_int_equal(coffer_event_init(&ev[i], eq[i], NULL), 0);
+	}
+	for (int i = 0; i < N; i++) { /* a put through each EQ's own channel */
+		make_oid(&oid, 40, (uint64_t)i);
+		assert_int_equal(coffer_obj_create_oid(c, &oid, SZ, 0, &wr, &ev[i]), 0);
+		assert_int_equal(wait_one(eq[i], &ev[i]), 0);
+		fill(wr, SZ, (uint64_t)i);
+		assert_int_equal(coffer_obj_seal_oid(c, &oid, COFFER_SEAL_RELEASE, &ev[i]), 0);
+		assert_int_equal(wait_one(eq[i], &ev[i]), 0);
+	}
+	/* the 513th channel does not exist: refused before anything is launched */
+	make_oid(&oid, 40, 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rd, &size, &ev[N]), -EMFILE);
+	/* all 512 at once: each EQ reads its neighbour's object, every request in flight */
+	for (int i = 0; i < N; i++) {
+		make_oid(&oid, 40, (uint64_t)(i + 1) % N);
+		assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rdv[i], &sizes[i], &ev[i]), 0);
+	}
+	assert_int_equal(coffer_flush(c), 0);
+	for (int i = N - 1; i >= 0; i--)
+		assert_int_equal(wait_one(eq[i], &ev[i]), 0);
+	for (int i = 0; i < N; i++) { /* the data each get saw; release exactly it */
+		make_oid(&oid, 40, (uint64_t)(i + 1) % N);
+		assert_int_equal(sizes[i], SZ);
+		assert_true(check(rdv[i], SZ, (uint64_t)(i + 1) % N));
+		assert_int_equal(coffer_obj_release_data(c, &oid, rdv[i], &ev[i]), 0);
+		assert_int_equal(wait_one(eq[i], &ev[i]), 0);
+	}
+	/* an EQ destroyed frees its channel: the 513th EQ now gets one */
+	assert_int_equal(coffer_event_fini(&ev[0]), 0);
+	assert_int_equal(coffer_eq_destroy(eq[0], 0), 0);
+	make_oid(&oid, 40, 7);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rd, &size, &ev[N]), 0);
+	assert_int_equal(wait_one(eq[N], &ev[N]), 0);
+	assert_true(check(rd, SZ, 7));
+	/* a blocking call needs a channel for this thread's hidden EQ: none is left */
+	assert_int_equal(coffer_obj_release_data(c, &oid, rd, NULL), -EMFILE);
+	assert_int_equal(coffer_obj_release_data(c, &oid, rd, &ev[N]), 0);
+	assert_int_equal(wait_one(eq[N], &ev[N]), 0);
+	for (int i = 1; i <= N; i++) {
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+		assert_int_equal(coffer_eq_destroy(eq[i], 0), 0);
+	}
+	for (int i = 0; i < N; i++) { /* blocking again: the hidden EQ gets a channel */
+		make_oid(&oid, 40, (uint64_t)i);
+		assert_int_equal(coffer_obj_delete(c, &oid, NULL), 0);
+	}
+	assert_int_equal(coffer_disconnect(c), 0);
+	free(eq);
+	free(ev);
+	free(rdv);
+	free(sizes);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 static void test_disconnect_while_busy(void **state)
 {
 	struct tctx *t = *state;
@@ -2236,6 +2327,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_poller_before_channel, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_channels_per_connection, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {

@@ -3,7 +3,7 @@
  * tests/client/test_hostile.c - nothing a store sends may crash the client.
  *
  * A fake store (a thread of this test, on a temporary socket) speaks the real protocol
- * (HELLO with an arena memfd, CHANNEL_OPEN with ring memfd and doorbell) and then answers
+ * (HELLO with an arena memfd and the doorbells, CHANNEL_OPEN with a ring memfd) and then answers
  * ring requests with lies chosen by the first byte of each request's ObjectID:
  *   1  GET ok, but [offset, offset + size) runs past the arena     -> -EPROTO
  *   2  an unknown tag first, then a positive status for the real one -> stray, -EPROTO
@@ -178,12 +178,15 @@ static void *fake_main(void *arg)
 	if (base == MAP_FAILED)
 		goto fail;
 	memcpy(base + 4096, "hello-fake", 10);
+	bell = eventfd(0, EFD_CLOEXEC);
+	if (bell < 0)
+		goto fail;
 	{
-		int out[2] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC)};
+		int out[3] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell};
 
 		if (out[1] < 0 ||
 		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
-		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 2) < 0)
+		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 3) < 0)
 			goto fail;
 		close(out[1]);
 	}
@@ -193,6 +196,7 @@ static void *fake_main(void *arg)
 		if (n != 0)
 			f->errors++;
 		munmap(base, FAKE_ARENA);
+		close(bell);
 		close(sock);
 		return NULL;
 	}
@@ -202,20 +206,15 @@ static void *fake_main(void *arg)
 	    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
 		goto fail;
 	seg = memfd_create("fake-chan", MFD_CLOEXEC);
-	bell = eventfd(0, EFD_CLOEXEC);
-	if (seg < 0 || bell < 0 || ftruncate(seg, (off_t)shm_bytes) < 0)
+	if (seg < 0 || ftruncate(seg, (off_t)shm_bytes) < 0)
 		goto fail;
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
 		goto fail;
 	if (f->bad_chan_id)
 		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
-	{
-		int out[2] = {seg, bell};
-
-		if (fake_send(sock, COFFER_MSG_CHANNEL_OPEN_REPLY, &cor, sizeof(cor), out, 2) < 0)
-			goto fail;
-	}
+	if (fake_send(sock, COFFER_MSG_CHANNEL_OPEN_REPLY, &cor, sizeof(cor), &seg, 1) < 0)
+		goto fail;
 	if (f->bad_chan_id) { /* answer CHANNEL_CLOSE (of that id) until the client hangs up */
 		while (!atomic_load(&f->stop)) {
 			struct pollfd p = {.fd = sock, .events = POLLIN};

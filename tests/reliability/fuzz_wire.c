@@ -329,6 +329,9 @@ static void drain(int sock, struct wchan *ch)
 }
 
 /* CHANNEL_OPEN; on success map the segment into a free slot. */
+/* The connection's request doorbell (HELLO_REPLY's third fd, protocol v3), or -1. */
+static int g_bell = -1;
+
 static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 {
 	struct {
@@ -356,7 +359,7 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 	}
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_CHANNEL_OPEN_REPLY || nfds != 2 || k == 4) {
+	    h.type != COFFER_MSG_CHANNEL_OPEN_REPLY || nfds != 1 || k == 4 || g_bell < 0) {
 		for (j = 0; j < nfds; j++)
 			close(fds[j]);
 		close(efd);
@@ -374,7 +377,8 @@ static void chan_open(int sock, struct wchan *ch, uint32_t entries)
 	ch[k].reps = (struct coffer_rep *)((char *)ch[k].map + r.rep_off);
 	ch[k].entries = r.ring_entries;
 	ch[k].prod = ch[k].cons = 0;
-	ch[k].req_efd = fds[1];
+	ch[k].req_efd = fcntl(g_bell, F_DUPFD_CLOEXEC, 0); /* closed with the channel */
+	WIRE_ASSERT(ch[k].req_efd >= 0);
 	ch[k].rep_efd = efd;
 }
 
@@ -404,10 +408,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		WIRE_ASSERT(coffer__send_fds(sock, &h, sizeof(h), NULL, 0, 0) == (long)sizeof(h));
 		WIRE_ASSERT(wait_in(sock, 5000) == 1);
 		(void)coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX, 0);
-		if (nfds == 2) { /* the doorbell page (the arena is not needed here) */
+		if (nfds == 3) { /* the doorbells (the arena is not needed here) */
 			db = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
 				  fds[1], 0);
 			WIRE_ASSERT(db != MAP_FAILED);
+			g_bell = fds[2];
+			fds[2] = -1;
+			nfds = 2;
 		}
 		for (j = 0; j < nfds; j++)
 			close(fds[j]);
@@ -536,6 +543,9 @@ out:
 	close(sock);
 	if (db != NULL)
 		munmap(db, COFFER_DOORBELL_BYTES);
+	if (g_bell >= 0)
+		close(g_bell);
+	g_bell = -1;
 	for (k = 0; k < 4; k++)
 		if (ch[k].open) {
 			munmap(ch[k].map, ch[k].bytes);

@@ -210,6 +210,7 @@ int rc_connect_raw(struct rc_conn *c, const char *sock)
 
 	memset(c, 0, sizeof(*c));
 	c->next_tag = 1;
+	c->bell_efd = -1;
 	strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
@@ -265,12 +266,13 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		goto fail;
 	n = rc_recv_msg(c, buf, sizeof(buf), fds, &nfds, 5000);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 2) {
+	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 3) {
 		rc = -EPROTO;
 		while (nfds > 0)
 			close(fds[--nfds]);
 		goto fail;
 	}
+	c->bell_efd = fds[2];
 	c->doorbell =
 	    mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	close(fds[1]);
@@ -291,11 +293,26 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	{
+		/* One round trip: the store closes its copy of the doorbell page's fd just after
+		 * sending HELLO_REPLY, and tests count its fds as soon as we return. */
+		struct coffer_store_info info;
+
+		rc = rc_query(c, &info);
+		if (rc != 0)
+			goto fail;
+	}
 	return 0;
 fail:
+	if (c->arena != NULL)
+		munmap(c->arena, c->arena_bytes);
+	c->arena = NULL;
 	if (c->doorbell != NULL)
 		munmap(c->doorbell, COFFER_DOORBELL_BYTES);
 	c->doorbell = NULL;
+	if (c->bell_efd >= 0)
+		close(c->bell_efd);
+	c->bell_efd = -1;
 	close(c->fd);
 	c->fd = -1;
 	return rc;
@@ -309,6 +326,9 @@ void rc_close(struct rc_conn *c)
 		munmap(c->doorbell, COFFER_DOORBELL_BYTES);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->bell_efd >= 0)
+		close(c->bell_efd);
+	c->bell_efd = -1;
 	c->doorbell = NULL;
 	c->arena = NULL;
 	c->fd = -1;
@@ -558,7 +578,7 @@ int rc_chan_open(struct rc_conn *c, struct rc_chan *ch, uint32_t entries)
 		close(efd);
 		return e.status < 0 ? e.status : -EPROTO;
 	}
-	if (h.type != COFFER_MSG_CHANNEL_OPEN_REPLY || nfds != 2) {
+	if (h.type != COFFER_MSG_CHANNEL_OPEN_REPLY || nfds != 1) {
 		while (nfds > 0)
 			close(fds[--nfds]);
 		close(efd);
@@ -568,9 +588,15 @@ int rc_chan_open(struct rc_conn *c, struct rc_chan *ch, uint32_t entries)
 	ch->map = mmap(NULL, r.shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	close(fds[0]);
 	if (ch->map == MAP_FAILED) {
-		close(fds[1]);
 		close(efd);
 		return -ENOMEM;
+	}
+	ch->req_efd = fcntl(c->bell_efd, F_DUPFD_CLOEXEC, 0);
+	if (ch->req_efd < 0) {
+		rc = -errno;
+		munmap(ch->map, r.shm_bytes);
+		close(efd);
+		return rc;
 	}
 	ch->map_bytes = r.shm_bytes;
 	ch->id = r.channel_id;
@@ -578,7 +604,6 @@ int rc_chan_open(struct rc_conn *c, struct rc_chan *ch, uint32_t entries)
 	ch->shm = ch->map;
 	ch->reqs = (struct coffer_req *)((char *)ch->map + r.req_off);
 	ch->reps = (struct coffer_rep *)((char *)ch->map + r.rep_off);
-	ch->req_efd = fds[1];
 	ch->rep_efd = efd;
 	return 0;
 }

@@ -48,10 +48,12 @@ struct rc_conn {
 	int hugepages;
 	uint64_t next_tag;
 	struct coffer_doorbell *doorbell; /* the connection's doorbell page (HELLO_REPLY) */
+	int bell_efd;	  /* the store's request doorbell for every channel (HELLO_REPLY, v3) */
 	bool no_doorbell; /* rc_chan_submit() leaves the doorbell bits alone (tests the sweep) */
 };
 
-/** rc_connect() - connect, HELLO, map the arena and the doorbell page. 0 or -errno. */
+/** rc_connect() - connect, HELLO, map the arena and the doorbell page, keep the request
+ * doorbell, then one QUERY round trip (the store is done with HELLO). 0 or -errno. */
 int rc_connect(struct rc_conn *c, const char *sock);
 /** rc_connect_raw() - connect only (no HELLO). 0 or -errno. */
 int rc_connect_raw(struct rc_conn *c, const char *sock);
@@ -107,7 +109,7 @@ struct rc_chan {
 	struct coffer_chan_shm *shm;
 	struct coffer_req *reqs;
 	struct coffer_rep *reps;
-	int req_efd; /* the store's doorbell */
+	int req_efd; /* the store's doorbell (a dup of the connection's bell_efd) */
 	int rep_efd; /* ours */
 	uint32_t prod, cons;
 };

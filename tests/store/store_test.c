@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -682,6 +683,63 @@ static void test_channel_doorbell_page(void **state)
 		assert_int_equal(rc_chan_close(&ch[i]), 0);
 }
 
+/*
+ * Protocol v3: one connection holds up to COFFER_CHANNELS_MAX (512) channels, each costing
+ * the store exactly one fd (the client's reply doorbell: the rings' memfd is closed once
+ * sent, and the request doorbell is the connection's). Before v3 a connection had at most 64
+ * channels at 3 store fds each. The 513th CHANNEL_OPEN gets a non-fatal -EMFILE. Every
+ * channel is served with requests in flight on all of them at once, half without a doorbell
+ * bit (the sweep finds those), and closing them gives every fd back.
+ */
+static void test_channel_limit_fds(void **state)
+{
+	enum { N = COFFER_CHANNELS_MAX };
+	struct fx *f = *state;
+	struct rc_chan *ch = calloc(N, sizeof(*ch)), extra;
+	struct coffer_store_info info;
+	struct coffer_req r;
+	struct coffer_rep rep;
+	struct rlimit rl;
+	int fds0, i;
+
+	assert_non_null(ch);
+	/* this process holds two fds per channel (its doorbell, a dup of the store's) */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < 4 * N) {
+		rl.rlim_cur =
+		    rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 4 * N ? rl.rlim_max : 4 * N;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	if (rl.rlim_cur < 2 * N + 64) {
+		free(ch);
+		fprintf(stderr, "channel-limit: skipped: the hard open-file limit is %llu\n",
+			(unsigned long long)rl.rlim_max);
+		skip();
+	}
+	fds0 = rc_count_fds(f->st.pid);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(rc_chan_open(&f->a, &ch[i], 8), 0);
+		assert_int_equal(ch[i].id, (uint32_t)i);
+	}
+	assert_int_equal(rc_chan_open(&f->a, &extra, 8), -EMFILE);
+	assert_int_equal(rc_query(&f->a, &info), 0); /* still connected, done with the opens */
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 + N);
+	for (i = 0; i < N; i++) {
+		f->a.no_doorbell = i % 2 != 0;
+		rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
+		assert_int_equal(rc_chan_submit(&ch[i], &r, 1), 0);
+	}
+	f->a.no_doorbell = false;
+	for (i = N - 1; i >= 0; i--) {
+		assert_int_equal(rc_chan_wait(&ch[i], &rep, 1, 5000), 1);
+		assert_int_equal(rep.status, 0);
+	}
+	for (i = 0; i < N; i++)
+		assert_int_equal(rc_chan_close(&ch[i]), 0);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0);
+	free(ch);
+}
+
 struct flood {
 	struct rc_chan *ch;
 	atomic_int stop;
@@ -1017,6 +1075,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_channel_ring_path, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_backpressure, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_doorbell_page, setup16, teardown),
+	    cmocka_unit_test_setup_teardown(test_channel_limit_fds, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_fairness, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_corrupt_indices_close_only_that_client,
 					    setup16, teardown),
