@@ -38,7 +38,8 @@
  *    acquire load of prod); replies are read after rep.prod acquire-load (pairs with the
  *    store's release store) and copied out before rep.cons release-store (pairs with the
  *    store's acquire load of cons before reusing the entry);
- *  - doorbells (Dekker, proto.h): publish prod, seq_cst fence, read req.consumer_sleeping;
+ *  - doorbells (Dekker, proto.h): publish prod, seq_cst fence, set the channel's bit on the
+ *    connection's doorbell page, read the page's store_sleeping;
  *    arm: store rep.consumer_sleeping = 1, seq_cst fence, read rep.prod. Each fence pairs
  *    with the store's fence on the other side of the same handshake;
  *  - a slot's fields are written before its state is release-stored PENDING; the reaper
@@ -89,8 +90,8 @@
 #define CHAN_REAP_CHUNK 64u
 /*
  * Default busy-poll before sleeping, in microseconds (COFFER_POLL_SPIN_US overrides; 0 turns
- * it off). The poller spins only while the store is awake on one of its rings (the store
- * has not set req.consumer_sleeping: it busy-polls its rings itself, for
+ * it off). The poller spins only while the store is awake for one of its channels (it has
+ * not set store_sleeping on the connection's page: it busy-polls its rings itself, for
  * COFFER_STORE_SPIN_US, default 50 us, after activity), so a reply is a few microseconds
  * away and a sleep + eventfd doorbell (two syscalls and a context switch each way, about
  * 1.4 us per syscall on the 2-core test VM) would cost more than the wait. A store that
@@ -142,6 +143,7 @@ struct coffer__chan {
 	uint32_t entries;
 	uint32_t mask;
 	int store_bell;
+	struct coffer_doorbell *db; /* the connection's doorbell page (conn->doorbell) */
 	struct coffer_chan_shm *shm;
 	size_t shm_bytes;
 	struct coffer_req *reqs;
@@ -238,13 +240,13 @@ static bool chan_publish_locked(struct coffer__chan *ch)
 	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
 	ch->published = ch->prod;
 	atomic_store_explicit(&ch->unpub, 0, memory_order_relaxed);
-	/* Dekker with the store going to sleep (proto.h): our prod store must be ordered before
-	 * our read of consumer_sleeping; pairs with the store's fence between setting
-	 * consumer_sleeping and re-reading prod. */
+	/* Dekker with the store going to sleep (proto.h, struct coffer_doorbell): prod, then
+	 * our bit, are ordered before our read of store_sleeping; pairs with the store's fence
+	 * between setting store_sleeping and re-reading the doorbell words. The same fence
+	 * orders prod before the bit's load (a bit found set is exchanged only later). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* The same fence orders prod before the doorbell bit's load (proto.h). */
-	coffer__doorbell_ring(ch->conn->doorbell, ch->id);
-	return __atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED) != 0;
+	coffer__doorbell_ring(ch->db, ch->id);
+	return __atomic_load_n(&ch->db->store_sleeping, __ATOMIC_RELAXED) != 0;
 }
 
 static void chan_publish(struct coffer__chan *ch)
@@ -567,13 +569,13 @@ static bool chanv_store_awake(const struct coffer__chanv *v)
 		const struct coffer__chan *ch = v->v[i];
 
 		if (!ch->forked && __atomic_load_n(&ch->inflight, __ATOMIC_RELAXED) &&
-		    !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED))
+		    !__atomic_load_n(&ch->db->store_sleeping, __ATOMIC_RELAXED))
 			return true;
 	}
 	return false;
 }
 
-/* True when the store last said it runs on the CPU we run on (req.consumer_cpu, relaxed: a
+/* True when the store last said it runs on the CPU we run on (store_cpu, relaxed: a
  * hint only; spinning there only keeps the store from answering). */
 static bool chanv_store_here(const struct coffer__chanv *v)
 {
@@ -582,8 +584,8 @@ static bool chanv_store_here(const struct coffer__chanv *v)
 	for (unsigned int i = 0; cpu >= 0 && v && i < v->n; i++) {
 		const struct coffer__chan *ch = v->v[i];
 
-		if (!ch->forked && __atomic_load_n(&ch->shm->req.consumer_cpu, __ATOMIC_RELAXED) ==
-				       (uint32_t)cpu + 1)
+		if (!ch->forked &&
+		    __atomic_load_n(&ch->db->store_cpu, __ATOMIC_RELAXED) == (uint32_t)cpu + 1)
 			return true;
 	}
 	return false;
@@ -969,6 +971,7 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	if (!ch)
 		goto out_store;
 	ch->store_bell = conn->store_bell; /* the connection's, not closed with the channel */
+	ch->db = conn->doorbell;
 	ch->conn = conn;
 	ch->eqh = eqh;
 	rc = segfd >= 0 ? chan_map(ch, &rep, segfd) : -EPROTO;
@@ -1198,10 +1201,10 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 		chan_fill_req(&ch->reqs[ch->prod & ch->mask], d, ((uint64_t)s->gen << 32) | idx[i]);
 		ch->prod++;
 	}
-	/* relaxed consumer_sleeping: a hint; chan_publish_locked() does the handshake */
+	/* relaxed store_sleeping: a hint; chan_publish_locked() does the handshake */
 	if (ch->prod - ch->published >= ch->conn->batch || ch->sleepers > 0 ||
 	    (ch->prod - ch->published >= CHAN_EARLY_PUBLISH &&
-	     !__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED)))
+	     !__atomic_load_n(&ch->db->store_sleeping, __ATOMIC_RELAXED)))
 		bell = chan_publish_locked(ch);
 	else
 		atomic_store_explicit(&ch->unpub, 1, memory_order_relaxed);

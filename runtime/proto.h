@@ -43,7 +43,9 @@
  * producer that published issues a full fence, and if consumer_sleeping is set, writes the
  * consumer's doorbell (Dekker-style handshake, as in Linux's virtio used/avail event idea).
  * consumer_cpu (1 + the consumer's CPU, 0 = unknown) is a busy-polling hint only: a peer
- * spinning on the same CPU yields it (docs/protocol.md); nothing else depends on it.
+ * spinning on the same CPU yields it (docs/protocol.md); nothing else depends on it. Since
+ * v3 the request direction uses the connection's doorbell page instead (store_sleeping,
+ * store_cpu, struct coffer_doorbell): the request rings' two fields stay 0.
  *
  * Trust: the store keeps the ring size and mask in its own memory, copies every entry out
  * of shared memory before looking at it, validates every field, and treats nonsensical
@@ -166,39 +168,51 @@ struct coffer_chan_shm {
 };
 
 /*
- * The connection's request-doorbell page (version 2): HELLO_REPLY's second fd, a sealed memfd
- * of COFFER_DOORBELL_BYTES, one per connection (no other client can map it).
+ * The connection's doorbell page (version 2; v3 as below): HELLO_REPLY's second fd, a sealed
+ * memfd of COFFER_DOORBELL_BYTES, one per connection (no other client can map it).
  *
  * Channel c is bit (c / COFFER_DOORBELL_WORDS) of word (c % COFFER_DOORBELL_WORDS), each word
  * on its own cache line, so that the first eight channels (threads) never write one line.
- * After publishing req.prod of channel c, and after the full fence that already orders that
- * publish before its consumer_sleeping check, the client sets its bit unless it is set. The
- * store loads each word of the channels it has, exchanges a non-zero word with 0, issues a
- * full fence and polls the channels whose bits were set, besides those it left work on: an
- * idle channel costs it nothing per round (before: a load of every ring's prod, about 16 ns
- * each, so 500 idle channels slowed every round trip 3x). A set bit found already set needs no
- * write: the store has not exchanged it yet, and the client's fence makes its prod visible
- * before that exchange. The page is only a hint: the store also polls every channel after
- * each wake-up and at least every COFFER_DOORBELL_SWEEP_US, so a client that never sets a bit
- * is served later, never lost, and bits of channels it does not have are ignored. (The idea
- * is the "active queue" bitmap of NVMe/virtio shadow doorbells: tell the poller where to
- * look instead of letting it scan every queue.)
+ * After publishing req.prod of channel c and a full fence, the client sets its bit unless it
+ * is set, then reads store_sleeping and, when it is set, writes the connection's request
+ * doorbell (HELLO_REPLY's third fd). Each round the store exchanges a non-zero word of the
+ * channels it has with 0, issues a full fence and polls the channels whose bits were set,
+ * besides those it left work on: an idle channel costs it nothing per round (v1 loaded every
+ * ring's prod, about 16 ns each, so 500 idle channels slowed every round trip 3x). A bit
+ * found already set needs no write: the store has not exchanged it yet, and the client's
+ * fence makes its prod visible before that exchange.
+ *
+ * Going to sleep (v3) the store sets store_sleeping on the page of every connection, issues a
+ * full fence and re-reads the doorbell words: a bit set means work, and it stays awake. So
+ * sleeping and waking cost the store a line per connection, not per channel (v2 wrote every
+ * request ring's consumer_sleeping and re-read every ring's prod: with 4000 idle channels a
+ * call that found the store asleep took 95-150 us instead of 25). Bits are therefore how a
+ * client gets served: the store polls every channel only every COFFER_DOORBELL_SWEEP_US
+ * while awake, and a session's channels when its doorbell eventfd rang without a bit; bits
+ * of channels a client does not have are ignored. store_cpu (1 + the CPU the store's loop
+ * last ran on, 0 = unknown) is a hint for spinning clients, as consumer_cpu was per ring; the
+ * request rings' consumer_sleeping and consumer_cpu are unused (0) since v3.
+ * (The bitmap is the "active queue" idea of NVMe/virtio shadow doorbells: tell the poller
+ * where to look instead of letting it scan every queue.)
  */
 #define COFFER_DOORBELL_WORDS	 8u
 #define COFFER_DOORBELL_BYTES	 4096u
-#define COFFER_DOORBELL_SWEEP_US 1000u
+#define COFFER_DOORBELL_SWEEP_US 100000u
 
 struct coffer_doorbell {
 	struct {
-		alignas(64) uint64_t bits;
+		alignas(64) uint64_t bits; /* set by the client, exchanged with 0 by the store */
 	} word[COFFER_DOORBELL_WORDS];
+	alignas(64) uint32_t store_sleeping; /* v3: written by the store only */
+	uint32_t store_cpu;		     /* v3: written by the store only (a hint) */
 };
 
 _Static_assert(sizeof(struct coffer_msg_hdr) == 16, "wire layout");
 _Static_assert(sizeof(struct coffer_req) == 64, "wire layout");
 _Static_assert(sizeof(struct coffer_rep) == 32, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_shm) == 384, "wire layout");
-_Static_assert(sizeof(struct coffer_doorbell) == 512, "wire layout");
+_Static_assert(sizeof(struct coffer_doorbell) == 576, "wire layout");
+_Static_assert(sizeof(struct coffer_doorbell) <= COFFER_DOORBELL_BYTES, "fits its page");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
 
 #endif /* COFFER_PROTO_H */

@@ -72,7 +72,8 @@
 #include "tools/shm.h"
 #include "tools/store.h"
 
-enum { K_LISTEN = 1, K_SIGNAL = 2, K_SESS = 3, K_DOORBELL = 4 };
+/* What an epoll event's data.ptr points at; a session's doorbell carries its odd id instead. */
+enum { K_LISTEN = 1, K_SIGNAL = 2, K_SESS = 3 };
 
 #define SOCK_MSGS_PER_ROUND 16
 #define ACCEPTS_PER_ROUND   64
@@ -106,7 +107,7 @@ struct chan {
 	uint32_t req_cons, rep_prod, rep_cons, rep_published;
 	uint32_t waiting;
 	int dirty;
-	struct coffer__dl dirty_link, link;
+	struct coffer__dl dirty_link;
 };
 
 struct outmsg {
@@ -118,7 +119,9 @@ struct outmsg {
 };
 
 struct sess {
-	int kind; /* K_SESS */
+	int kind;    /* K_SESS */
+	uint64_t id; /* unique per store run: names the session in its doorbell's epoll event */
+	int bell;    /* its request doorbell rang since the last round */
 	struct coffer__owner owner;
 	int fd;
 	int hello, doomed, epollout;
@@ -148,7 +151,6 @@ struct store {
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
 	int lkind, sigkind;
-	int dbkind; /* K_DOORBELL: what every session's doorbell event points at */
 	int listen_paused;
 	uint64_t resume_listen_us;
 	int stop;
@@ -158,7 +160,8 @@ struct store {
 	int sweep;     /* next round polls every channel, doorbell bit or not */
 	uint64_t spin_until; /* keep polling the rings until then (us): a large create's copy */
 	uint64_t nclients;
-	struct coffer__dl sessions, chans, dirty_chans, dirty_sess, doomed;
+	uint64_t next_sess_id;
+	struct coffer__dl sessions, dirty_chans, dirty_sess, doomed;
 	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
 };
 
@@ -542,7 +545,6 @@ static void chan_close(struct store *st, struct chan *c)
 					     COFFER_DOORBELL_WORDS);
 			s->nwords = w + 1;
 		}
-	coffer__dl_del(&c->link);
 	if (c->dirty)
 		coffer__dl_del(&c->dirty_link);
 	close(c->rep_efd);
@@ -595,7 +597,7 @@ fail:
  * on success). Return: 0 (*@memfd: the rings' memfd, for the reply; the caller closes it,
  * the mapping stays); -EMFILE (no free channel id, or out of fds); -ENOMEM.
  */
-static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep_efd,
+static int chan_open(struct sess *s, uint32_t entries, int rep_efd,
 		     struct coffer_chan_open_reply *r, int *memfd)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
@@ -626,7 +628,6 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 	if (shared_memfd("coffer-chan", bytes, memfd, &c->map) != 0)
 		goto fail;
 	c->shm = c->map;
-	c->shm->req.consumer_cpu = st->cpu; /* a hint, kept current by set_cpu() */
 	c->reqs = (struct coffer_req *)((char *)c->map + r->req_off);
 	c->reps = (struct coffer_rep *)((char *)c->map + r->rep_off);
 	fl = fcntl(rep_efd, F_GETFL);
@@ -634,7 +635,6 @@ static int chan_open(struct store *st, struct sess *s, uint32_t entries, int rep
 		goto fail;
 	c->rep_efd = rep_efd;
 	coffer__dl_init(&c->dirty_link);
-	coffer__dl_add_tail(&st->chans, &c->link);
 	s->chans[id] = c;
 	mask_set(s->open, id);
 	mask_set(s->pending, id); /* looked at once, bit or not */
@@ -657,18 +657,22 @@ fail:
  * Creates @s's doorbells at HELLO (protocol v3): the doorbell page (*@pagefd, for the reply;
  * the caller closes it, *@page stays mapped) and the request-doorbell eventfd s->bell_efd,
  * which every channel of the connection rings when the store sleeps. Edge-triggered: every
- * client write is one wake-up, and the store never reads it. The event points at the store,
- * never at the session: one freed earlier in the same epoll_wait() batch would otherwise be
- * read after free by dispatch() (found for channels by tests/reliability/fuzz_wire.c).
+ * client write is one wake-up, and the store never reads it. The event carries the
+ * session's id (odd: never a pointer), never a pointer to it: a session freed earlier in the
+ * same epoll_wait() batch would otherwise be read after free by dispatch() (found for
+ * channels by tests/reliability/fuzz_wire.c).
  * One eventfd per connection rather than per channel keeps the store's fds per channel to
  * the client's reply doorbell alone. Return: 0; -EMFILE (out of fds); -ENOMEM.
  */
 static int sess_bells(struct store *st, struct sess *s, int *pagefd, void **page)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &st->dbkind};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = s->id << 1 | 1};
 	int rc = shared_memfd("coffer-doorbell", COFFER_DOORBELL_BYTES, pagefd, page);
 
 	if (rc == 0) {
+		struct coffer_doorbell *db = *page;
+
+		db->store_cpu = st->cpu; /* a hint, kept current by set_cpu() */
 		s->bell_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (s->bell_efd >= 0 && epoll_ctl(st->epfd, EPOLL_CTL_ADD, s->bell_efd, &ev) == 0)
 			return 0;
@@ -716,7 +720,7 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 		return;
 	}
 	memset(&rep, 0, sizeof(rep));
-	rc = chan_open(st, s, req.ring_entries, fds[0], &rep, &memfd);
+	rc = chan_open(s, req.ring_entries, fds[0], &rep, &memfd);
 	if (rc != 0) {
 		close(fds[0]);
 		send_error(st, s, rc, 0, "CHANNEL_OPEN failed: %s", strerror(-rc));
@@ -1013,6 +1017,7 @@ static void do_accept(struct store *st)
 			continue;
 		}
 		s->kind = K_SESS;
+		s->id = ++st->next_sess_id;
 		s->fd = fd;
 		s->bell_efd = -1;
 		s->pid = uc.pid;
@@ -1110,6 +1115,9 @@ static bool sess_rung(struct sess *s, bool sweep, uint64_t *chans)
 	}
 	if (rung)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else if (s->bell) /* rang without a bit: a client that skips them, served anyway */
+		memcpy(chans, s->open, nw * sizeof(*chans));
+	s->bell = 0;
 	for (unsigned int w = 0; w < nw; w++) {
 		chans[w] &= s->open[w];
 		any |= chans[w] != 0;
@@ -1184,8 +1192,9 @@ static unsigned int poll_rings(struct store *st)
 }
 
 /*
- * Tells every ring which CPU the loop runs on (req.consumer_cpu = 1 + cpu, written only when
- * it changed): a client spinning for replies on the same CPU yields it to us at once.
+ * Tells every connection which CPU the loop runs on (its doorbell page's store_cpu = 1 + cpu,
+ * written only when it changed): a client spinning for replies on the same CPU yields it to
+ * us at once.
  */
 static void set_cpu(struct store *st)
 {
@@ -1196,39 +1205,51 @@ static void set_cpu(struct store *st)
 	if (v == st->cpu)
 		return;
 	st->cpu = v;
-	for (p = st->chans.next; p != &st->chans; p = p->next) {
-		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
 
-		__atomic_store_n(&c->shm->req.consumer_cpu, v, __ATOMIC_RELAXED); /* a hint */
+		if (s->db != NULL)
+			__atomic_store_n(&s->db->store_cpu, v, __ATOMIC_RELAXED); /* a hint */
 	}
 }
 
+/* store_sleeping = @v on every connection's doorbell page: a line per connection, not per
+ * channel (proto.h). */
 static void set_sleeping(struct store *st, uint32_t v)
 {
 	struct coffer__dl *p;
 
-	for (p = st->chans.next; p != &st->chans; p = p->next) {
-		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
 
 		/* relaxed: ordered by the seq_cst fence in try_sleep() (proto.h handshake) */
-		__atomic_store_n(&c->shm->req.consumer_sleeping, v, __ATOMIC_RELAXED);
+		if (s->db != NULL)
+			__atomic_store_n(&s->db->store_sleeping, v, __ATOMIC_RELAXED);
 	}
 }
 
-/* Announce sleep on every ring; false (flags cleared) when some ring has work. */
+/* Announce sleep to every connection; false (flags cleared) when some channel has work:
+ * a doorbell bit set since the last round, or work left over (pending). */
 static int try_sleep(struct store *st)
 {
 	struct coffer__dl *p;
 
 	set_sleeping(st, 1);
-	/* seq_cst: the flag stores above before the prod loads below; pairs with the
-	 * client's fence between publishing prod and reading the flag. */
+	/* seq_cst: the flag stores above before the doorbell loads below; pairs with the
+	 * client's fence between publishing prod (then its bit) and reading the flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	for (p = st->chans.next; p != &st->chans; p = p->next) {
-		struct chan *c = COFFER_DL_ENTRY(p, struct chan, link);
+	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
+		bool work = false;
 
-		if (!c->s->doomed &&
-		    __atomic_load_n(&c->shm->req.prod, __ATOMIC_ACQUIRE) != c->req_cons) {
+		if (s->doomed || s->nwords == 0)
+			continue;
+		for (unsigned int w = 0; w < s->nwords; w++)
+			work |= s->pending[w] != 0;
+		for (unsigned int w = 0; w < COFFER_DOORBELL_WORDS; w++)
+			work |= (s->db_used & (1u << w)) &&
+				__atomic_load_n(&s->db->word[w].bits, __ATOMIC_RELAXED) != 0;
+		if (work) {
 			set_sleeping(st, 0);
 			return 0;
 		}
@@ -1236,9 +1257,31 @@ static int try_sleep(struct store *st)
 	return 1;
 }
 
+/* A connection's request doorbell rang: its session (if still there) is looked at next
+ * round, and swept when it set no doorbell bit. */
+static void bell_rang(struct store *st, uint64_t id)
+{
+	struct coffer__dl *p;
+
+	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
+		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
+
+		if (s->id == id) {
+			s->bell = 1;
+			return;
+		}
+	}
+}
+
 static void dispatch(struct store *st, struct epoll_event *ev)
 {
-	int kind = *(int *)ev->data.ptr;
+	int kind;
+
+	if (ev->data.u64 & 1) { /* a session's doorbell, named by its id (sess_bells()) */
+		bell_rang(st, ev->data.u64 >> 1);
+		return;
+	}
+	kind = *(int *)ev->data.ptr;
 
 	if (kind == K_LISTEN) {
 		do_accept(st);
@@ -1261,7 +1304,6 @@ static void dispatch(struct store *st, struct epoll_event *ev)
 		if ((ev->events & (EPOLLHUP | EPOLLERR)) && s->epollout)
 			doom(s, "hung up");
 	}
-	/* K_DOORBELL: the wake-up itself is the message; the rings are polled next round. */
 }
 
 static int make_listener(struct store *st)
@@ -1331,7 +1373,6 @@ static int make_listener(struct store *st)
 	}
 	st->lfd = fd;
 	st->lkind = K_LISTEN;
-	st->dbkind = K_DOORBELL;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &st->lkind;
 	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -1419,7 +1460,6 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	st->epfd = st->lfd = st->sigfd = st->reserve_fd = -1;
 	st->shm.fd = -1;
 	coffer__dl_init(&st->sessions);
-	coffer__dl_init(&st->chans);
 	coffer__dl_init(&st->dirty_chans);
 	coffer__dl_init(&st->dirty_sess);
 	coffer__dl_init(&st->doomed);
@@ -1503,7 +1543,6 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		if (st->sleeping) {
 			set_sleeping(st, 0);
 			st->sleeping = 0;
-			st->sweep = 1;		      /* whatever rang, look at every ring once */
 			last_work = coffer__now_us(); /* spin a little after each wake-up */
 		}
 		if (n < 0 && errno != EINTR) {

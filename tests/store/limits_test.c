@@ -196,7 +196,7 @@ static void test_idle_cpu(void **state)
 	fprintf(stderr, "idle store with an open channel: %ld ticks of CPU in 1 s\n", t1 - t0);
 	assert_true(t1 - t0 <= 3);
 	/* It still wakes for the ring (doorbell rung because the store sleeps). */
-	assert_int_equal(__atomic_load_n(&ch.shm->req.consumer_sleeping, __ATOMIC_RELAXED), 1);
+	assert_int_equal(__atomic_load_n(&c.doorbell->store_sleeping, __ATOMIC_RELAXED), 1);
 	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);

@@ -652,9 +652,9 @@ int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned i
 	ch->prod += n;
 	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!ch->c->no_doorbell && ch->c->doorbell != NULL) /* NULL: HELLO sent by hand */
+	if (!ch->c->no_doorbell)
 		coffer__doorbell_ring(ch->c->doorbell, ch->id);
-	if (__atomic_load_n(&ch->shm->req.consumer_sleeping, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ch->c->doorbell->store_sleeping, __ATOMIC_RELAXED))
 		(void)!write(ch->req_efd, &one, sizeof(one));
 	return 0;
 }

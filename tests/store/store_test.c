@@ -628,11 +628,24 @@ static void test_channel_backpressure(void **state)
 	assert_int_equal(rc_chan_close(&ch), 0);
 }
 
+/* Waits (up to 2 s) until the store has announced sleep on @c's doorbell page. */
+static void wait_store_sleeping(struct rc_conn *c)
+{
+	for (int i = 0;
+	     i < 2000 && !__atomic_load_n(&c->doorbell->store_sleeping, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	assert_int_equal(__atomic_load_n(&c->doorbell->store_sleeping, __ATOMIC_ACQUIRE), 1);
+}
+
 /*
- * The doorbell page (runtime/proto.h) is a hint the store consumes but never depends on:
+ * The doorbell page (runtime/proto.h, v3):
  *  - a bit the client sets is exchanged back to 0 by the store before it answers;
- *  - a client that never sets its bits is still served (the store's sweep at every wake-up
- *    and every millisecond), 50 round trips in a row;
+ *  - an idle store announces sleep on the page (store_sleeping, one flag per connection),
+ *    and a request published then, with its bit, wakes it through the connection's eventfd:
+ *    20 times in a row, over three channels;
+ *  - a client that skips its bits is still served when its eventfd wakes the store (the
+ *    store then looks at all of that connection's channels): 20 times in a row (the sweep
+ *    while another client keeps the store awake: test_channel_fairness);
  *  - a client that sets every bit of every word (channels it does not have) harms nobody.
  */
 static void test_channel_doorbell_page(void **state)
@@ -654,13 +667,16 @@ static void test_channel_doorbell_page(void **state)
 	assert_int_equal(rep.status, 0);
 	assert_int_equal(__atomic_load_n(&f->a.doorbell->word[2].bits, __ATOMIC_ACQUIRE), 0);
 
-	f->a.no_doorbell = true;
-	for (i = 0; i < 50; i++) {
-		rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
-		assert_int_equal(rc_chan_submit(&ch[i % 3], &r, 1), 0);
-		assert_int_equal(rc_chan_wait(&ch[i % 3], &rep, 1, 5000), 1);
-		assert_int_equal(rep.tag, r.tag);
-		assert_int_equal(rep.status, 0);
+	for (int skip_bits = 0; skip_bits <= 1; skip_bits++) {
+		f->a.no_doorbell = skip_bits != 0;
+		for (i = 0; i < 20; i++) {
+			wait_store_sleeping(&f->a);
+			rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
+			assert_int_equal(rc_chan_submit(&ch[i % 3], &r, 1), 0);
+			assert_int_equal(rc_chan_wait(&ch[i % 3], &rep, 1, 5000), 1);
+			assert_int_equal(rep.tag, r.tag);
+			assert_int_equal(rep.status, 0);
+		}
 	}
 	f->a.no_doorbell = false;
 
@@ -688,8 +704,8 @@ static void test_channel_doorbell_page(void **state)
  * the store exactly one fd (the client's reply doorbell: the rings' memfd is closed once
  * sent, and the request doorbell is the connection's). Before v3 a connection had at most 64
  * channels at 3 store fds each. The 513th CHANNEL_OPEN gets a non-fatal -EMFILE. Every
- * channel is served with requests in flight on all of them at once, half without a doorbell
- * bit (the sweep finds those), and closing them gives every fd back.
+ * channel is served with requests in flight on all of them at once (every bit of the
+ * doorbell page in use), and closing them gives every fd back.
  */
 static void test_channel_limit_fds(void **state)
 {
@@ -725,11 +741,9 @@ static void test_channel_limit_fds(void **state)
 	assert_int_equal(rc_query(&f->a, &info), 0); /* still connected, done with the opens */
 	assert_int_equal(rc_count_fds(f->st.pid), fds0 + N);
 	for (i = 0; i < N; i++) {
-		f->a.no_doorbell = i % 2 != 0;
 		rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
 		assert_int_equal(rc_chan_submit(&ch[i], &r, 1), 0);
 	}
-	f->a.no_doorbell = false;
 	for (i = N - 1; i >= 0; i--) {
 		assert_int_equal(rc_chan_wait(&ch[i], &rep, 1, 5000), 1);
 		assert_int_equal(rep.status, 0);
@@ -772,7 +786,8 @@ static void *flood_main(void *arg)
 
 /*
  * Fairness (issue: "one client's flood cannot starve another"): while A keeps its 4096-entry
- * ring full, B still gets 200 round trips answered, and A keeps being served too. A round
+ * ring full, B still gets 200 round trips answered (and 5 more without doorbell bits, found
+ * by the periodic sweep), and A keeps being served too. A round
  * that drained A for as long as A refills its ring, or that looked only at the client with
  * work left over (sess.pending) and never at B's doorbell, would starve B. (How much of A a
  * round takes, the per-client budget, is a latency matter and not asserted here.)
@@ -799,6 +814,16 @@ static void test_channel_fairness(void **state)
 		assert_int_equal(rep.status, 0);
 	}
 	during = __atomic_load_n(&cha.shm->req.cons, __ATOMIC_ACQUIRE);
+	/* While A keeps the store awake, B's requests without a doorbell bit (and so without
+	 * a ring of its eventfd) are found by the store's periodic sweep of every channel. */
+	f->b.no_doorbell = true;
+	for (int i = 0; i < 5; i++) {
+		rc_req_init(&f->b, &r, COFFER_OP_CONTAINS, 2);
+		assert_int_equal(rc_chan_submit(&chb, &r, 1), 0);
+		assert_int_equal(rc_chan_wait(&chb, &rep, 1, 5000), 1);
+		assert_int_equal(rep.status, 0);
+	}
+	f->b.no_doorbell = false;
 	atomic_store(&fl.stop, 1);
 	pthread_join(tid, NULL);
 	fprintf(stderr, "fairness: B 200 round trips while A's flood had %llu requests taken\n",
