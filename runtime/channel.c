@@ -145,11 +145,11 @@ struct coffer__chan {
 	int store_bell;
 	struct coffer_doorbell *db; /* the connection's doorbell page (conn->doorbell) */
 	struct coffer_chan_shm *shm;
-	size_t shm_bytes;
 	struct coffer_req *reqs;
-	const struct coffer_rep *reps;
+	const struct coffer_rep *reps; /* the hot fields above share one cache line */
 	struct chan_slot *slots;
-	uint32_t *free;		    /* free slot stack, under submit */
+	uint32_t *free; /* free slot stack, under submit */
+	size_t shm_bytes;
 	bool forked;		    /* set in a fork child (single-threaded then) */
 	atomic_uint users;	    /* submitters holding the channel outside RCU; release dec */
 	atomic_uint_fast64_t stray; /* replies with unknown tags, relaxed statistics */

@@ -20,9 +20,10 @@
  *   and the store never queues ring replies in its own memory (back-pressure instead).
  * - Which rings a round looks at: only those whose bit the client set on its connection's
  *   doorbell page since the last round (runtime/proto.h; exchanged with 0, then a fence),
- *   plus those left with work; every ring after a wake-up and every
- *   COFFER_DOORBELL_SWEEP_US. An idle channel costs a round nothing (before: a load of every
- *   ring's prod per round, so hundreds of idle channels made every round trip 3-4x slower).
+ *   plus those left with work; a connection's every ring when its doorbell eventfd rang
+ *   without a bit; every ring every COFFER_DOORBELL_SWEEP_US. An idle channel costs a round
+ *   nothing (before: a load of every ring's prod per round, so hundreds of idle channels
+ *   made every round trip 3-4x slower).
  * - Fairness: each round takes at most `budget` ring requests per client (over all its
  *   channels) and at most 16 socket messages per client; the client order and each client's
  *   channel order rotate.
@@ -31,14 +32,15 @@
  *   STORE_YIELD_EVERY_US while it finds no work (a client may wait for that core). After
  *   a large create it spins on for the copy's expected time (note_create()), so the seal
  *   does not have to wake it.
- * - Sleep: after activity the loop polls for spin_us, then sets every request ring's
- *   consumer_sleeping = 1, fences (seq_cst), re-checks every prod, and sleeps in
- *   epoll_wait (timeout = next get deadline). Clients ring the request doorbell (an eventfd
- *   registered edge-triggered, so the store never reads it and a client cannot make a read
- *   block) only when they see the flag. Idle store: 0% CPU.
+ * - Sleep: after activity the loop polls for spin_us, then sets store_sleeping = 1 on every
+ *   connection's doorbell page, fences (seq_cst), re-reads the doorbell words, and sleeps in
+ *   epoll_wait (timeout = next get deadline): a line per connection, not per channel.
+ *   Clients ring their connection's request doorbell (an eventfd registered edge-triggered,
+ *   so the store never reads it and a client cannot make a read block) only when they see
+ *   the flag. Idle store: 0% CPU.
  * - Sessions are killed only at safe points (reap()), never from inside the object table's
- *   callbacks, and every fd is removed from epoll before close (a channel's eventfd is
- *   shared with the client, so close alone would leave it registered).
+ *   callbacks, and every fd is removed from epoll before close (a session's doorbell eventfd
+ *   is shared with the client, so close alone would leave it registered).
  * - Nothing a client sends can make the store block, fault or write to a freed session:
  *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, its
  *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
