@@ -554,6 +554,9 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	conn->store_bell = hello_fds[2];
 	rc = doorbell_map(hello_fds[1], &conn->doorbell);
 	close(hello_fds[1]);
+	/* We write to it whenever the store sleeps: a pipe or socket there could SIGPIPE us. */
+	if (rc == 0 && !coffer__is_eventfd(conn->store_bell))
+		rc = -EPROTO;
 	if (rc == 0 && (hello.arena_bytes == 0 || hello.max_channels == 0 ||
 			hello.max_ring_entries < COFFER_RING_ENTRIES_MIN))
 		rc = -EPROTO;

@@ -262,6 +262,20 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 	return n;
 }
 
+/* coffer__is_eventfd(): see proto_util.h. */
+bool coffer__is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
 int coffer__default_socket_path(char *buf, size_t len)
 {
 	const char *env = getenv("COFFER_SOCKET");

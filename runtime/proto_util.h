@@ -10,6 +10,7 @@
 #ifndef COFFER_PROTO_UTIL_H
 #define COFFER_PROTO_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,14 @@ int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segmen
  */
 long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, unsigned int nfds,
 		      int flags);
+
+/**
+ * coffer__is_eventfd() - whether @fd is an eventfd (/proc/self/fd names it
+ * "anon_inode:[eventfd]"). Both sides check a doorbell fd their peer passed before they
+ * write to it: a pipe or socket could raise SIGPIPE, a file would take our bytes.
+ * Return: true or false (also when /proc cannot tell). Context: any thread.
+ */
+bool coffer__is_eventfd(int fd);
 
 /**
  * coffer__recv_fds() - receive one SOCK_SEQPACKET message and any fds it carries.

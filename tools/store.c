@@ -554,19 +554,6 @@ static void chan_close(struct store *st, struct chan *c)
 	free(c);
 }
 
-static int is_eventfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return 0;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[eventfd]") == 0;
-}
-
 /*
  * Creates a memfd of @bytes for a client to map (a channel's rings, a doorbell page), sealed
  * against shrinking and growing so that the client cannot make the store fault, and maps it
@@ -716,7 +703,7 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 			   COFFER_RING_ENTRIES_MIN, COFFER_RING_ENTRIES_MAX);
 		return;
 	}
-	if (!is_eventfd(fds[0])) {
+	if (!coffer__is_eventfd(fds[0])) {
 		close(fds[0]);
 		send_error(st, s, -EINVAL, 0, "CHANNEL_OPEN: the passed fd is not an eventfd");
 		return;

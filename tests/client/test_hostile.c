@@ -18,7 +18,9 @@
  * it would raise SIGBUS, so coffer_connect() must refuse it with -EPROTO. A third opens a
  * channel with an id past the max_channels it announced (and past the doorbell page's bits):
  * the client must refuse that channel (-EPROTO, the channel closed again) instead of ringing
- * a doorbell bit the page does not have (a shift past 63 bits, undefined behaviour).
+ * a doorbell bit the page does not have (a shift past 63 bits, undefined behaviour). A
+ * fourth passes a pipe without a reader as its request doorbell and says it sleeps: the
+ * client must refuse it at connect (-EPROTO) rather than die of SIGPIPE at its first call.
  */
 #include <errno.h>
 #include <poll.h>
@@ -54,6 +56,8 @@ struct fake {
 	int errors;	     /* protocol steps that went wrong on the fake's side */
 	bool short_doorbell; /* answer HELLO with a 100-byte doorbell page, then wait for EOF */
 	bool bad_chan_id;    /* open the channel as id 1000, then answer closes until EOF */
+	bool bad_bell;	     /* pass a pipe with no reader as the store's request doorbell, and
+			      * say the store sleeps, then wait for EOF */
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
@@ -178,20 +182,34 @@ static void *fake_main(void *arg)
 	if (base == MAP_FAILED)
 		goto fail;
 	memcpy(base + 4096, "hello-fake", 10);
-	bell = eventfd(0, EFD_CLOEXEC);
+	if (f->bad_bell) { /* a client writing to it would die of SIGPIPE */
+		int p[2];
+
+		if (pipe(p) < 0)
+			goto fail;
+		close(p[0]);
+		bell = p[1];
+	} else {
+		bell = eventfd(0, EFD_CLOEXEC);
+	}
 	if (bell < 0)
 		goto fail;
 	{
 		int out[3] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell};
+		uint32_t sleeping = 1;
 
 		if (out[1] < 0 ||
 		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
+		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
+					   offsetof(struct coffer_doorbell, store_sleeping)) !=
+					sizeof(sleeping)) ||
 		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 3) < 0)
 			goto fail;
 		close(out[1]);
 	}
 	close(arena);
-	if (f->short_doorbell) { /* the client must hang up, having mapped nothing */
+	if (f->short_doorbell || f->bad_bell) { /* the client must hang up, having mapped
+						 * nothing / written nothing */
 		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 		if (n != 0)
 			f->errors++;
@@ -253,7 +271,7 @@ fail:
 	return NULL;
 }
 
-static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id)
+static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -262,6 +280,7 @@ static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id)
 		return -1;
 	f->short_doorbell = short_doorbell;
 	f->bad_chan_id = bad_chan_id;
+	f->bad_bell = bad_bell;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/coffer-hostile.XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
@@ -281,17 +300,22 @@ static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id)
 
 static int setup(void **state)
 {
-	return setup_fake(state, false, false);
+	return setup_fake(state, false, false, false);
 }
 
 static int setup_short_doorbell(void **state)
 {
-	return setup_fake(state, true, false);
+	return setup_fake(state, true, false, false);
 }
 
 static int setup_bad_chan_id(void **state)
 {
-	return setup_fake(state, false, true);
+	return setup_fake(state, false, true, false);
+}
+
+static int setup_bad_bell(void **state)
+{
+	return setup_fake(state, false, false, true);
 }
 
 static int teardown(void **state)
@@ -410,6 +434,23 @@ static void test_short_doorbell(void **state)
 }
 
 /*
+ * A request doorbell that is not an eventfd (here a pipe whose reader is gone, with the
+ * page saying the store sleeps): the first request would write to it and SIGPIPE would
+ * kill the client. Protocol v3 passes it once per connection; connect refuses it.
+ */
+static void test_bad_bell(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(f->path, &c), -EPROTO);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF */
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
  * A channel id the store may not give (>= its max_channels, and past the doorbell page's
  * 8 x 64 bits): publishing on it would ring bit 1000 / 8 = 125 of a 64-bit word. The open
  * must fail with -EPROTO and the channel be closed again at the store.
@@ -444,6 +485,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_short_doorbell, setup_short_doorbell, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_channel_id, setup_bad_chan_id, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_bell, setup_bad_bell, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
