@@ -421,9 +421,9 @@ static void test_lies(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
-static void test_short_doorbell(void **state)
+/* coffer_connect() to @f must fail with -EPROTO, and the fake see our EOF with no error. */
+static void expect_connect_refused(struct fake *f)
 {
-	struct fake *f = *state;
 	coffer_handle_t c;
 
 	assert_int_equal(coffer_connect(f->path, &c), -EPROTO);
@@ -433,6 +433,11 @@ static void test_short_doorbell(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+static void test_short_doorbell(void **state)
+{
+	expect_connect_refused(*state);
+}
+
 /*
  * A request doorbell that is not an eventfd (here a pipe whose reader is gone, with the
  * page saying the store sleeps): the first request would write to it and SIGPIPE would
@@ -440,14 +445,7 @@ static void test_short_doorbell(void **state)
  */
 static void test_bad_bell(void **state)
 {
-	struct fake *f = *state;
-	coffer_handle_t c;
-
-	assert_int_equal(coffer_connect(f->path, &c), -EPROTO);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL); /* it saw our EOF */
-	f->joined = true;
-	assert_int_equal(f->errors, 0);
+	expect_connect_refused(*state);
 }
 
 /*
