@@ -240,13 +240,15 @@ static bool chan_publish_locked(struct coffer__chan *ch)
 	__atomic_store_n(&ch->shm->req.prod, ch->prod, __ATOMIC_RELEASE);
 	ch->published = ch->prod;
 	atomic_store_explicit(&ch->unpub, 0, memory_order_relaxed);
-	/* Dekker with the store going to sleep (proto.h, struct coffer_doorbell): prod, then
-	 * our bit, are ordered before our read of store_sleeping; pairs with the store's fence
-	 * between setting store_sleeping and re-reading the doorbell words. The same fence
-	 * orders prod before the bit's load (a bit found set is exchanged only later). */
+	/* Dekker with the store going to sleep (proto.h, struct coffer_doorbell): our bit (a
+	 * seq_cst RMW) before our seq_cst read of store_sleeping pairs with the store's flag
+	 * store, fence, and re-read of the doorbell words: one of us sees the other. A relaxed
+	 * read could pass the bit's store on weakly ordered CPUs (a lost wake-up); on x86 a
+	 * seq_cst load is a plain load. The fence orders prod before the bit's load (a bit
+	 * found already set is exchanged only later, and the store then polls our ring). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	coffer__doorbell_ring(ch->db, ch->id);
-	return __atomic_load_n(&ch->db->store_sleeping, __ATOMIC_RELAXED) != 0;
+	return __atomic_load_n(&ch->db->store_sleeping, __ATOMIC_SEQ_CST) != 0;
 }
 
 static void chan_publish(struct coffer__chan *ch)

@@ -28,7 +28,9 @@
 _Static_assert(COFFER_CHANNELS_MAX <= 64 * COFFER_DOORBELL_WORDS, "a doorbell bit per channel");
 
 /* Sets channel @id's bit on the doorbell page @db unless it is set (runtime/proto.h). Call
- * after the full fence that follows the publish of req.prod. Context: any thread. */
+ * after the full fence that follows the publish of req.prod, and read store_sleeping after
+ * it with a seq_cst load (the bit's write is seq_cst: Dekker with try_sleep() in the store).
+ * Context: any thread. */
 static inline void coffer__doorbell_ring(struct coffer_doorbell *db, uint32_t id)
 {
 	uint64_t *w = &db->word[id % COFFER_DOORBELL_WORDS].bits;

@@ -654,7 +654,7 @@ int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned i
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!ch->c->no_doorbell)
 		coffer__doorbell_ring(ch->c->doorbell, ch->id);
-	if (__atomic_load_n(&ch->c->doorbell->store_sleeping, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ch->c->doorbell->store_sleeping, __ATOMIC_SEQ_CST))
 		(void)!write(ch->req_efd, &one, sizeof(one));
 	return 0;
 }
