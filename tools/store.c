@@ -21,7 +21,7 @@
  * - Which rings a round looks at: only those whose bit the client set on its connection's
  *   doorbell page since the last round (runtime/proto.h; exchanged with 0, then a fence),
  *   plus those left with work; a connection's every ring when its doorbell eventfd rang
- *   without a bit; every ring every COFFER_DOORBELL_SWEEP_US. An idle channel costs a round
+ *   without a bit; every ring every cfg->sweep_us. An idle channel costs a round
  *   nothing (before: a load of every ring's prod per round, so hundreds of idle channels
  *   made every round trip 3-4x slower).
  * - Fairness: each round takes at most `budget` ring requests per client (over all its
@@ -135,8 +135,10 @@ struct sess {
 	uint64_t open[CHAN_MASK_WORDS]; /* bit i: chans[i] is open */
 	uint64_t pending[CHAN_MASK_WORDS]; /* left with work last round: polled without a bit */
 	unsigned int db_used;		   /* doorbell words some open channel maps to */
-	unsigned int nwords; /* bitmap words up to the highest open channel's (0: none open) */
-	unsigned int rr;     /* the channel looked at first next round */
+	unsigned int nwords;   /* bitmap words up to the highest open channel's (0: none open) */
+	unsigned int rr;       /* the channel looked at first next round */
+	int cold;	       /* idle: told to ring (store_sleeping), its words not polled */
+	uint64_t last_work_us; /* when a round last found a bit or work left (coffer__now_us) */
 	struct coffer__dl outq;
 	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
 				       * batch is 8 KiB; most clients never wait on the socket) */
@@ -630,6 +632,7 @@ static int chan_open(struct sess *s, uint32_t entries, int rep_efd,
 	s->db_used |= 1u << (id % COFFER_DOORBELL_WORDS);
 	if (id / 64 + 1 > s->nwords)
 		s->nwords = id / 64 + 1;
+	s->last_work_us = coffer__now_us();
 	return 0;
 fail:
 	fl = errno == EMFILE || errno == ENFILE ? -EMFILE : -ENOMEM;
@@ -1037,6 +1040,11 @@ static void do_accept(struct store *st)
 #define STORE_EPOLL_EVERY_US 20u
 /* ... and gives its core away (sched_yield) this often while it finds no work. */
 #define STORE_YIELD_EVERY_US 5u
+/* A connection whose rounds found no doorbell bit for this long goes cold: the store tells
+ * it that it sleeps (its page's store_sleeping) and stops loading its doorbell words, so an
+ * idle connection costs a busy store's rounds nothing; its next request rings the eventfd,
+ * which the loop sees within STORE_EPOLL_EVERY_US, and warms it again. */
+#define STORE_COLD_US 1000u
 
 static inline void store_cpu_relax(void)
 {
@@ -1114,6 +1122,34 @@ static bool sess_rung(struct sess *s, bool sweep, uint64_t *chans)
 	return any;
 }
 
+/* A cold session rang (or a sweep is due): poll its words again, and let it spin. */
+static void sess_warm(struct store *st, struct sess *s, uint64_t now)
+{
+	s->cold = 0;
+	s->last_work_us = now;
+	if (!st->sleeping)
+		__atomic_store_n(&s->db->store_sleeping, 0, __ATOMIC_RELAXED); /* a hint now */
+}
+
+/*
+ * Makes @s cold (STORE_COLD_US): the same handshake as going to sleep (try_sleep()), for one
+ * connection. store_sleeping = 1, full fence, re-read its doorbell words: a bit set means it
+ * published meanwhile (stay warm, served next round); otherwise every later publish of its
+ * sees the flag and rings the eventfd. Called with nothing pending for it.
+ */
+static void sess_try_cold(struct sess *s)
+{
+	__atomic_store_n(&s->db->store_sleeping, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned int w = 0; w < COFFER_DOORBELL_WORDS; w++)
+		if ((s->db_used & (1u << w)) &&
+		    __atomic_load_n(&s->db->word[w].bits, __ATOMIC_RELAXED) != 0) {
+			__atomic_store_n(&s->db->store_sleeping, 0, __ATOMIC_RELAXED);
+			return;
+		}
+	s->cold = 1;
+}
+
 /*
  * One round over the clients whose channels have work (sess_rung()). Fairness is per client:
  * each client may have at most `budget` requests taken per round, spread over its channels
@@ -1123,7 +1159,7 @@ static bool sess_rung(struct sess *s, bool sweep, uint64_t *chans)
  * always first. An idle channel costs nothing here, an idle client one load per doorbell
  * word it uses.
  */
-static unsigned int poll_rings(struct store *st)
+static unsigned int poll_rings(struct store *st, uint64_t now)
 {
 	bool sweep = st->sweep;
 	unsigned int work = 0;
@@ -1140,8 +1176,17 @@ static unsigned int poll_rings(struct store *st)
 
 		if (s->doomed || nw == 0)
 			continue;
-		if (!sess_rung(s, sweep, chans))
+		if (s->cold) {
+			if (!s->bell && !sweep)
+				continue; /* it rings when it publishes */
+			sess_warm(st, s, now);
+		}
+		if (!sess_rung(s, sweep, chans)) {
+			if (now - s->last_work_us >= STORE_COLD_US)
+				sess_try_cold(s);
 			continue;
+		}
+		s->last_work_us = now;
 		memset(s->pending, 0, nw * sizeof(*s->pending));
 		/* from bit `first` up, wrapping round to the bits below it (k == nw) */
 		first = s->rr % (nw * 64);
@@ -1211,8 +1256,9 @@ static void set_sleeping(struct store *st, uint32_t v)
 	for (p = st->sessions.next; p != &st->sessions; p = p->next) {
 		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
 
-		/* relaxed: ordered by the seq_cst fence in try_sleep() (proto.h handshake) */
-		if (s->db != NULL)
+		/* relaxed: ordered by the seq_cst fence in try_sleep() (proto.h handshake); a
+		 * cold session keeps its flag set across the store's wake-ups */
+		if (s->db != NULL && !(v == 0 && s->cold))
 			__atomic_store_n(&s->db->store_sleeping, v, __ATOMIC_RELAXED);
 	}
 }
@@ -1231,7 +1277,7 @@ static int try_sleep(struct store *st)
 		struct sess *s = COFFER_DL_ENTRY(p, struct sess, link);
 		bool work = false;
 
-		if (s->doomed || s->nwords == 0)
+		if (s->doomed || s->nwords == 0 || s->cold) /* cold: it rings anyway */
 			continue;
 		for (unsigned int w = 0; w < s->nwords; w++)
 			work |= s->pending[w] != 0;
@@ -1471,7 +1517,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		bool spinning;
 
 		coffer__ot_expire(st->ot, now);
-		if (now - last_sweep >= COFFER_DOORBELL_SWEEP_US) {
+		if (now - last_sweep >= cfg->sweep_us) {
 			st->sweep = 1; /* serves a client that never sets its doorbell bits */
 			last_sweep = now;
 		}
@@ -1483,7 +1529,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 			if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->lfd, &ev) == 0)
 				st->listen_paused = 0;
 		}
-		work = poll_rings(st);
+		work = poll_rings(st, now);
 		flush_dirty(st);
 		reap(st);
 		if (st->yield_now) {

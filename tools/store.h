@@ -17,6 +17,7 @@ struct coffer__store_cfg {
 	mode_t socket_mode;	 /* --socket-mode, default 0600 */
 	unsigned int spin_us; /* busy-poll after activity before sleeping (COFFER_STORE_SPIN_US) */
 	unsigned int budget;  /* ring requests taken per client per round (fairness) */
+	uint64_t sweep_us; /* poll every channel this often while awake (COFFER_STORE_SWEEP_US) */
 };
 
 /**

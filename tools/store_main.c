@@ -42,7 +42,9 @@ static const char usage[] =
     "Prints 'coffer-store: ready ...' on stderr when it accepts clients; stops cleanly on\n"
     "SIGTERM, SIGINT or SIGHUP (removes the socket). Exit status: 0 clean stop, 1 start-up "
     "failure,\n"
-    "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us).\n"
+    "2 bad command line. Environment: COFFER_STORE_SPIN_US (busy-poll after activity, us),\n"
+    "COFFER_STORE_SWEEP_US (how often, in us, an awake store polls every channel whether or\n"
+    "not its client set its doorbell bit; default 100000).\n"
     "Lines that clients can provoke (refused connects, protocol violations; with -v their\n"
     "connects and disconnects) are logged at most 10 per 5 s of each kind, then counted:\n"
     "the count is logged once the 5 s are over (or at stop). -vv logs everything.\n";
@@ -105,8 +107,11 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct coffer__store_cfg cfg = {
-	    .hugepages = COFFER_HP_AUTO, .socket_mode = 0600, .spin_us = 50, .budget = 64};
+	struct coffer__store_cfg cfg = {.hugepages = COFFER_HP_AUTO,
+					.socket_mode = 0600,
+					.spin_us = 50,
+					.budget = 64,
+					.sweep_us = COFFER_DOORBELL_SWEEP_US};
 	static char defpath[108];
 	uint64_t spin_us, max_files = UINT64_MAX;
 	int c, level = COFFER_LOG_NOTICE, have_m = 0;
@@ -194,6 +199,9 @@ int main(int argc, char **argv)
 		return bad("COFFER_STORE_SPIN_US='%s': want microseconds, 0..1000000",
 			   getenv("COFFER_STORE_SPIN_US"));
 	cfg.spin_us = (unsigned int)spin_us;
+	if (coffer__env_u64("COFFER_STORE_SWEEP_US", 1000, 3600000000ull, &cfg.sweep_us) != 0)
+		return bad("COFFER_STORE_SWEEP_US='%s': want microseconds, 1000..3600000000",
+			   getenv("COFFER_STORE_SWEEP_US"));
 	coffer__log_level = level;
 	raise_nofile(max_files);
 	return coffer__store_run(&cfg);

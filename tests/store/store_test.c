@@ -68,6 +68,31 @@ static int setup16(void **state)
 	return start_with(state, args);
 }
 
+/* As setup16, with the store's periodic sweep of every channel (a safety net that would
+ * hide a lost doorbell for 100 ms) pushed out to an hour: a request the doorbell handshake
+ * loses then hangs, and the test's 5 s bound fails. */
+static int setup16_nosweep(void **state)
+{
+	int rc;
+
+	setenv("COFFER_STORE_SWEEP_US", "3600000000", 1);
+	rc = setup16(state);
+	unsetenv("COFFER_STORE_SWEEP_US");
+	return rc;
+}
+
+/* As setup16_nosweep, and the store never sleeps during a test: it spins for 1 s after
+ * any activity (COFFER_STORE_SPIN_US). */
+static int setup16_awake(void **state)
+{
+	int rc;
+
+	setenv("COFFER_STORE_SPIN_US", "1000000", 1);
+	rc = setup16_nosweep(state);
+	unsetenv("COFFER_STORE_SPIN_US");
+	return rc;
+}
+
 /* Exactly 1 MiB of ordinary memory: eviction and capacity tests count bytes. */
 static int setup1m(void **state)
 {
@@ -628,11 +653,11 @@ static void test_channel_backpressure(void **state)
 	assert_int_equal(rc_chan_close(&ch), 0);
 }
 
-/* Waits (up to 2 s) until the store has announced sleep on @c's doorbell page. */
-static void wait_store_sleeping(struct rc_conn *c)
+/* Waits (up to @ms) until the store has announced sleep on @c's doorbell page. */
+static void wait_store_sleeping(struct rc_conn *c, int ms)
 {
-	for (int i = 0;
-	     i < 2000 && !__atomic_load_n(&c->doorbell->store_sleeping, __ATOMIC_ACQUIRE); i++)
+	for (int i = 0; i < ms && !__atomic_load_n(&c->doorbell->store_sleeping, __ATOMIC_ACQUIRE);
+	     i++)
 		usleep(1000);
 	assert_int_equal(__atomic_load_n(&c->doorbell->store_sleeping, __ATOMIC_ACQUIRE), 1);
 }
@@ -670,7 +695,7 @@ static void test_channel_doorbell_page(void **state)
 	for (int skip_bits = 0; skip_bits <= 1; skip_bits++) {
 		f->a.no_doorbell = skip_bits != 0;
 		for (i = 0; i < 20; i++) {
-			wait_store_sleeping(&f->a);
+			wait_store_sleeping(&f->a, 2000);
 			rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
 			assert_int_equal(rc_chan_submit(&ch[i % 3], &r, 1), 0);
 			assert_int_equal(rc_chan_wait(&ch[i % 3], &rep, 1, 5000), 1);
@@ -831,6 +856,34 @@ static void test_channel_fairness(void **state)
 	assert_true(during > 256); /* A was served all along, not only after B */
 	assert_int_equal(rc_chan_close(&cha), 0);
 	assert_int_equal(rc_chan_close(&chb), 0);
+}
+
+/*
+ * An idle connection goes cold while the store stays awake (STORE_COLD_US in
+ * tools/store.c): the store sets store_sleeping on its page and stops loading its doorbell
+ * words. Its next request sees the flag, rings the connection's eventfd, and is served, 10
+ * times. The store here never sleeps (it spins for 1 s after activity), so only the cold
+ * handshake sets the flag, and it runs without its periodic sweep (setup16_awake), so a
+ * request the handshake lost would never be served.
+ */
+static void test_channel_cold_connection(void **state)
+{
+	struct fx *f = *state;
+	struct rc_chan ch;
+	struct coffer_req r;
+	struct coffer_rep rep;
+
+	assert_int_equal(rc_chan_open(&f->a, &ch, 8), 0);
+	for (int i = 0; i < 10; i++) {
+		/* cold after 1 ms idle; the whole store would sleep only after 1 s */
+		wait_store_sleeping(&f->a, 500);
+		rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
+		assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
+		assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
+		assert_int_equal(rep.tag, r.tag);
+		assert_int_equal(rep.status, 0);
+	}
+	assert_int_equal(rc_chan_close(&ch), 0);
 }
 
 static void test_channel_corrupt_indices_close_only_that_client(void **state)
@@ -1099,8 +1152,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_killed, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_ring_path, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_backpressure, setup16, teardown),
-	    cmocka_unit_test_setup_teardown(test_channel_doorbell_page, setup16, teardown),
-	    cmocka_unit_test_setup_teardown(test_channel_limit_fds, setup16, teardown),
+	    cmocka_unit_test_setup_teardown(test_channel_doorbell_page, setup16_nosweep, teardown),
+	    cmocka_unit_test_setup_teardown(test_channel_limit_fds, setup16_nosweep, teardown),
+	    cmocka_unit_test_setup_teardown(test_channel_cold_connection, setup16_awake, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_fairness, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_corrupt_indices_close_only_that_client,
 					    setup16, teardown),
