@@ -50,9 +50,11 @@ COFFER_API const char *coffer_strerror(int err)
 	case EAGAIN:
 		return "try again (channel full)";
 	case EMFILE:
-		/* An object call's -EMFILE is the channel limit, which no fd limit explains. */
-		return "too many open files, or a connection's 512 channels in use (one per EQ "
-		       "and per thread making blocking calls: open another connection)";
+		/* An object call's -EMFILE is the channel limit, which no fd limit here explains,
+		 * or the store out of fds (coffer_connect() too): another connection won't help. */
+		return "too many open files (here or in coffer-store), or a connection's 512 "
+		       "channels in use (one per EQ and per thread making blocking calls: open "
+		       "another connection)";
 	default:
 		/* Not strerror(): for codes it does not know, glibc formats into a per-thread
 		 * buffer that the next such call frees, so the pointer would not stay valid.

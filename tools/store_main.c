@@ -31,10 +31,12 @@ static const char usage[] =
     "                         with a notice), on (hugepages or fail), off\n"
     "  --socket-mode=MODE     octal permissions of the socket (default 0600); group bits\n"
     "                         also admit clients of the store's group\n"
-    "  --max-files=N          raise the open-file limit (RLIMIT_NOFILE, soft) to N, at most\n"
-    "                         the hard limit; default: the hard limit; 0: keep the inherited\n"
-    "                         limit. Each client connection holds 3 fds here, and 1 more per\n"
-    "                         channel (one per EQ or thread that uses it, up to 512)\n"
+    "  --max-files=N          set the open-file limit (RLIMIT_NOFILE, soft) to N, higher or\n"
+    "                         lower than the inherited one, at most the hard limit; default:\n"
+    "                         the hard limit; 0: keep the inherited limit. The store uses\n"
+    "                         about 10 fds itself; each client connection holds 2 more (3\n"
+    "                         while it connects), and 1 more per channel (one per EQ or\n"
+    "                         thread that uses it, up to 512)\n"
     "  -v, --verbose          more log lines (repeat for debug)\n"
     "  -q, --quiet            errors only\n"
     "  --help                 this text\n"
@@ -72,12 +74,14 @@ static int parse_size(const char *s, uint64_t *out)
 }
 
 /*
- * Raises the soft RLIMIT_NOFILE to @want (UINT64_MAX: the hard limit; 0: leave it), as
- * redis-server does for its maxclients: every client costs fds here (its socket, doorbells,
- * one per channel), and the common default of 1024 would cap a host at a few hundred
- * threads' channels. Never fails the start: a limit it cannot raise is logged and kept.
+ * Sets the soft RLIMIT_NOFILE to @want, at most the hard limit (UINT64_MAX: the hard limit;
+ * 0: leave the inherited one), as redis-server does for its maxclients: every client costs
+ * fds here (its socket, doorbells, one per channel), and the common default of 1024 would
+ * cap a host at a few hundred threads' channels. A @want below the inherited limit lowers
+ * it: --max-files N is the store's limit, a cap on the fds its clients may cost it. Never
+ * fails the start: a limit it cannot set is logged and kept.
  */
-static void raise_nofile(uint64_t want)
+static void set_nofile(uint64_t want)
 {
 	struct rlimit rl;
 
@@ -85,11 +89,11 @@ static void raise_nofile(uint64_t want)
 		return;
 	if (rl.rlim_max != RLIM_INFINITY && want > (uint64_t)rl.rlim_max)
 		want = rl.rlim_max;
-	if (want <= (uint64_t)rl.rlim_cur)
+	if (want == (uint64_t)rl.rlim_cur)
 		return;
 	rl.rlim_cur = (rlim_t)want;
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-		COFFER_LOG(COFFER_LOG_WARN, "cannot raise the open-file limit to %" PRIu64 ": %s",
+		COFFER_LOG(COFFER_LOG_WARN, "cannot set the open-file limit to %" PRIu64 ": %s",
 			   want, strerror(errno));
 }
 
@@ -203,6 +207,6 @@ int main(int argc, char **argv)
 		return bad("COFFER_STORE_SWEEP_US='%s': want microseconds, 1000..3600000000",
 			   getenv("COFFER_STORE_SWEEP_US"));
 	coffer__log_level = level;
-	raise_nofile(max_files);
+	set_nofile(max_files);
 	return coffer__store_run(&cfg);
 }

@@ -172,6 +172,62 @@ static void test_fd_exhaustion(void **state)
 	assert_int_equal(rc_store_stop(&st), 0);
 }
 
+/* The soft "Max open files" limit of @pid (from /proc), or -1. */
+static long soft_nofile(pid_t pid)
+{
+	char path[64], line[256];
+	long soft = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Max open files %ld", &soft) == 1)
+			break;
+	fclose(f);
+	return soft;
+}
+
+/* --max-files N sets the store's soft open-file limit to N, also below the limit it
+ * inherits (a cap on the fds its clients may cost it); 0 keeps the inherited limit; no
+ * option raises it to the hard limit. Each store is stopped before its limit is checked,
+ * so that a failure leaves no store behind. */
+static void test_max_files(void **state)
+{
+	static const char *const small[] = {"-m", "4M", "--hugepages=off", "--max-files=40", NULL};
+	static const char *const keep[] = {"-m", "4M", "--hugepages=off", "--max-files=0", NULL};
+	static const char *const dflt[] = {"-m", "4M", "--hugepages=off", NULL};
+	const char *const *const args[3] = {small, keep, dflt};
+	long got[3] = {0, 0, 0};
+	struct rlimit old, low;
+	struct rc_store st;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	if (old.rlim_max == RLIM_INFINITY || old.rlim_max < 100) {
+		skip();
+		return;
+	}
+	low = old;
+	low.rlim_cur = 60;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		rc = rc_store_start(&st, args[i]);
+		if (rc == 0) {
+			got[i] = soft_nofile(st.pid);
+			rc = rc_store_stop(&st);
+		}
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(got[0], 40); /* lowered from the inherited 60 */
+	assert_int_equal(got[1], 60);
+	assert_int_equal(got[2], (long)old.rlim_max);
+}
+
 static void test_idle_cpu(void **state)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
@@ -218,6 +274,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_connect_cycles),
 	    cmocka_unit_test(test_fd_exhaustion),
+	    cmocka_unit_test(test_max_files),
 	    cmocka_unit_test(test_idle_cpu),
 	};
 
