@@ -31,12 +31,12 @@ static const char usage[] =
     "                         with a notice), on (hugepages or fail), off\n"
     "  --socket-mode=MODE     octal permissions of the socket (default 0600); group bits\n"
     "                         also admit clients of the store's group\n"
-    "  --max-files=N          set the open-file limit (RLIMIT_NOFILE, soft) to N, higher or\n"
-    "                         lower than the inherited one, at most the hard limit; default:\n"
-    "                         the hard limit; 0: keep the inherited limit. The store uses\n"
-    "                         about 10 fds itself; each client connection holds 2 more (3\n"
-    "                         while it connects), and 1 more per channel (one per EQ or\n"
-    "                         thread that uses it, up to 512)\n"
+    "  --max-files=N          set the open-file limit (RLIMIT_NOFILE, soft) to N (0, or at\n"
+    "                         least 16), higher or lower than the inherited one, at most the\n"
+    "                         hard limit; default: the hard limit; 0: keep the inherited\n"
+    "                         limit. The store uses about 10 fds itself; each client\n"
+    "                         connection holds 2 more (3 while it connects), and 1 more per\n"
+    "                         channel (one per EQ or thread that uses it, up to 512)\n"
     "  -v, --verbose          more log lines (repeat for debug)\n"
     "  -q, --quiet            errors only\n"
     "  --help                 this text\n"
@@ -50,6 +50,10 @@ static const char usage[] =
     "Lines that clients can provoke (refused connects, protocol violations; with -v their\n"
     "connects and disconnects) are logged at most 10 per 5 s of each kind, then counted:\n"
     "the count is logged once the 5 s are over (or at stop). -vv logs everything.\n";
+
+/* The least --max-files that leaves room for a client: the store's own ~10 fds, a
+ * connection's 3 while it connects, and a channel. */
+#define STORE_MIN_FILES 16u
 
 static int bad(const char *fmt, const char *arg)
 {
@@ -166,10 +170,13 @@ int main(int argc, char **argv)
 
 			errno = 0;
 			max_files = strtoull(optarg, &end, 10);
-			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0)
-				return bad("bad --max-files '%s': want a number of files (0: keep "
-					   "the inherited limit)",
-					   optarg);
+			/* below STORE_MIN_FILES the store could start but never admit a client */
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
+			    (max_files != 0 && max_files < STORE_MIN_FILES))
+				return bad(
+				    "bad --max-files '%s': want 0 (keep the inherited limit) "
+				    "or at least 16 files",
+				    optarg);
 			break;
 		}
 		case 'v':

@@ -937,9 +937,13 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "-s", NULL},
 	    {"-m", "1M", "extra", NULL},
 	    {"-m", "1M", "-d", "/tmp", "--hugepages=off", NULL},
+	    {"-m", "1M", "--max-files=8", NULL}, /* no room for a client */
+	    {"-m", "1M", "--max-files=-1", NULL},
+	    {"-m", "1M", "--max-files=1k", NULL},
 	};
 	static const char *const help[] = {"--help", NULL};
 	static const char *const spin_bad[] = {"abc", "-5", "2000000", "50us"};
+	static const char *const sweep_bad[] = {"999", "3600000001", "1ms"};
 	/* valid arguments; the store would fail later (exit 1: no such directory) */
 	static const char *const later[] = {"-m", "1M", "-s", "/nonexistent/d/s.sock", NULL};
 	size_t i;
@@ -956,6 +960,11 @@ static void test_cli_errors_exit_2(void **state)
 	assert_int_equal(setenv("COFFER_STORE_SPIN_US", "20", 1), 0);
 	assert_int_equal(rc_run_exit(later), 1);
 	assert_int_equal(unsetenv("COFFER_STORE_SPIN_US"), 0);
+	for (i = 0; i < sizeof(sweep_bad) / sizeof(sweep_bad[0]); i++) {
+		assert_int_equal(setenv("COFFER_STORE_SWEEP_US", sweep_bad[i], 1), 0);
+		assert_int_equal(rc_run_exit(later), 2);
+	}
+	assert_int_equal(unsetenv("COFFER_STORE_SWEEP_US"), 0);
 }
 
 static void test_startup_refusal(void **state)
