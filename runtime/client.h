@@ -79,7 +79,7 @@ static inline void coffer__spin_unlock(struct coffer__spin *s)
 /* One mapping of a store's arena, shared by every connection of this process to it. */
 struct coffer__seg {
 	uint32_t id;	   /* segment id from HELLO_REPLY */
-	unsigned int refs; /* connections using it; under the global lock */
+	unsigned int refs; /* connections using it; under conn.c's g_seg_lock */
 	uint8_t *base;
 	uint64_t bytes;
 	struct coffer__seg *next;
@@ -234,7 +234,8 @@ void coffer__obj_atfork_child(void);
  */
 int coffer__event_eq(const struct coffer_event *ev, coffer_handle_t *eqh);
 
-/* The process-wide lock guarding the connection list, segments and EQ bindings. */
+/* The process-wide lock guarding the connection list and EQ bindings (not the segments:
+ * conn.c's g_seg_lock, see there why). */
 extern pthread_mutex_t coffer__client_lock;
 
 #endif /* COFFER_RUNTIME_CLIENT_H */

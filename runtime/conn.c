@@ -9,8 +9,7 @@
  * arrives once), CHANNEL_OPEN/CLOSE, QUERY. It is protected by ctl_lock (a mutex: exchanges
  * block on the socket); the data path never touches it (channel.c). The arena is mapped
  * once per process and keyed by its segment id, never by fd number (fd numbers are reused):
- * a second connection to the same store shares the mapping (refcounted under
- * coffer__client_lock).
+ * a second connection to the same store shares the mapping (refcounted under g_seg_lock).
  *
  * Liveness: a monitor thread per connection sleeps in poll() on the socket with no events
  * requested (the kernel still reports POLLHUP/POLLERR) and on a private eventfd. When the
@@ -24,8 +23,8 @@
  * timeout does in DAOS (CRT_TIMEOUT). Otherwise the monitor costs no CPU.
  *
  * Locks, in order: conn->chan_lock -> conn->ctl_lock; conn->chan_lock ->
- * coffer__client_lock. Disconnect stops the monitor before taking chan_lock (the monitor
- * takes chan_lock to fail channels), so joining it cannot deadlock.
+ * coffer__client_lock; g_seg_lock is a leaf. Disconnect stops the monitor before taking chan_lock
+ * (the monitor takes chan_lock to fail channels), so joining it cannot deadlock.
  *
  * Memory ordering: conn->dead is written with a relaxed CAS (it is a hint for new requests;
  * the channel's `dead`, set under its submit lock, is what orders failure against submits).
@@ -69,13 +68,28 @@
 pthread_mutex_t coffer__client_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct coffer__conn *g_conns; /* under coffer__client_lock */
-static struct coffer__seg *g_segs;   /* under coffer__client_lock */
+/*
+ * The arena mappings have a lock of their own, a leaf, because a connection's last reference
+ * may be dropped by an RCU callback on the call_rcu worker or by a thread freeing a reclaimed
+ * batch (conn_free -> seg_put): fork-prepare waits for both (rcu.c) after taking
+ * coffer__client_lock, so nothing they run may take that lock. g_seg_lock is taken in
+ * rcu.c's step 3, after the workers are parked (coffer__conn_seg_atfork_*).
+ */
+static pthread_mutex_t g_seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct coffer__seg *g_segs; /* under g_seg_lock */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define CONN_OF(l) ((struct coffer__conn *)((char *)(l)-offsetof(struct coffer__conn, link)))
 
 /* ---- fork ------------------------------------------------------------------------------ */
 
+/*
+ * These handlers are installed by the first connect, after rcu.c's: their prepare runs
+ * first (POSIX runs prepare handlers in reverse order of installation), so
+ * coffer__client_lock is held while rcu.c's prepare waits for the call_rcu workers and for
+ * threads freeing reclaimed batches. Hence no record's free may take coffer__client_lock
+ * (conn_free takes only g_seg_lock, which rcu.c's prepare takes after that wait).
+ */
 static void conn_atfork_prepare(void)
 {
 	pthread_mutex_lock(&coffer__client_lock);
@@ -104,6 +118,21 @@ static void conn_atfork_child(void)
 	coffer__obj_atfork_child();
 }
 
+void coffer__conn_seg_atfork_prepare(void)
+{
+	pthread_mutex_lock(&g_seg_lock);
+}
+
+void coffer__conn_seg_atfork_parent(void)
+{
+	pthread_mutex_unlock(&g_seg_lock);
+}
+
+void coffer__conn_seg_atfork_child(void)
+{
+	pthread_mutex_init(&g_seg_lock, NULL);
+}
+
 static void conn_once(void)
 {
 	pthread_atfork(conn_atfork_prepare, conn_atfork_parent, conn_atfork_child);
@@ -121,7 +150,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	void *p;
 	int rc = 0;
 
-	pthread_mutex_lock(&coffer__client_lock);
+	pthread_mutex_lock(&g_seg_lock);
 	for (s = g_segs; s; s = s->next) {
 		if (s->id == id && s->bytes == bytes) {
 			s->refs++;
@@ -158,7 +187,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	g_segs = s;
 	*segp = s;
 out:
-	pthread_mutex_unlock(&coffer__client_lock);
+	pthread_mutex_unlock(&g_seg_lock);
 	close(fd);
 	return rc;
 }
@@ -168,7 +197,7 @@ static void seg_put(struct coffer__seg *seg)
 	struct coffer__seg **pp;
 	bool last = false;
 
-	pthread_mutex_lock(&coffer__client_lock);
+	pthread_mutex_lock(&g_seg_lock);
 	if (--seg->refs == 0) {
 		for (pp = &g_segs; *pp; pp = &(*pp)->next)
 			if (*pp == seg) {
@@ -177,7 +206,7 @@ static void seg_put(struct coffer__seg *seg)
 			}
 		last = true;
 	}
-	pthread_mutex_unlock(&coffer__client_lock);
+	pthread_mutex_unlock(&g_seg_lock);
 	if (last) {
 		munmap(seg->base, seg->bytes ? seg->bytes : 1);
 		free(seg);
