@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1131,6 +1132,107 @@ static void test_concurrent_pollers_exactly_once(void **state)
 	assert_int_equal(coffer_eq_destroy(mp.eqh, 0), 0);
 }
 
+/*
+ * fork() while another thread is inside an EQ call that holds one of the EQ's locks (here
+ * coffer_eq_query() listing completed events, which holds the reap lock while it walks them,
+ * and listing running ones, which holds the registry lock; a poll holds the reap lock the
+ * same way, briefly). The child inherits the EQ and must be able to poll what completed,
+ * finalise its events and destroy the EQ (coffer/store.h: a fork child completes and cleans
+ * up what it inherited). Found hanging the child in its first poll: the reap lock was copied
+ * locked, by a thread that does not exist in the child.
+ */
+#define FQ_EVENTS 2048
+#define FQ_FORKS  20
+
+static struct fq_ctx {
+	coffer_handle_t eqh;
+	struct coffer_event ev[FQ_EVENTS]; /* [0, FQ_EVENTS/2) completed, the rest running */
+	atomic_int stop;
+	atomic_long queries;
+} fq;
+
+static void *fq_querier(void *arg)
+{
+	static struct coffer_event *list[FQ_EVENTS];
+	unsigned int which = (unsigned int)(uintptr_t)arg;
+
+	while (!atomic_load(&fq.stop)) {
+		if (coffer_eq_query(fq.eqh, which, FQ_EVENTS, list) != FQ_EVENTS / 2)
+			atomic_store(&fq.stop, 2); /* checked by the main thread */
+		atomic_fetch_add(&fq.queries, 1);
+	}
+	return NULL;
+}
+
+/* The child: reap what completed, finish what runs, clean everything up. */
+static int fq_child(void)
+{
+	static struct coffer_event *out[FQ_EVENTS];
+	int n;
+
+	alarm(10); /* a hang is a failure (SIGALRM), not a stuck test */
+	n = coffer_eq_poll(fq.eqh, 0, 0, FQ_EVENTS, out);
+	if (n != FQ_EVENTS / 2)
+		return 10;
+	if (coffer_eq_query(fq.eqh, COFFER_EQR_RUNNING, 0, NULL) != FQ_EVENTS / 2)
+		return 11;
+	for (int i = FQ_EVENTS / 2; i < FQ_EVENTS; i++)
+		coffer__event_complete(&fq.ev[i], -ENOTCONN);
+	if (coffer_eq_destroy(fq.eqh, COFFER_EQ_FORCE) != 0)
+		return 12;
+	for (int i = 0; i < FQ_EVENTS; i++)
+		if (coffer_event_fini(&fq.ev[i]) != 0)
+			return 13;
+	return 0;
+}
+
+static void test_fork_while_eq_locked(void **state)
+{
+	pthread_t qt[2];
+
+	(void)state;
+	memset(&fq, 0, sizeof(fq));
+	fq.eqh = new_eq();
+	for (int i = 0; i < FQ_EVENTS; i++) {
+		assert_int_equal(coffer_event_init(&fq.ev[i], fq.eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&fq.ev[i]), 0);
+		if (i < FQ_EVENTS / 2)
+			coffer__event_complete(&fq.ev[i], 0);
+	}
+	assert_int_equal(
+	    pthread_create(&qt[0], NULL, fq_querier, (void *)(uintptr_t)COFFER_EQR_COMPLETED), 0);
+	assert_int_equal(
+	    pthread_create(&qt[1], NULL, fq_querier, (void *)(uintptr_t)COFFER_EQR_RUNNING), 0);
+	for (int i = 0; i < FQ_FORKS; i++) {
+		int status = -1;
+		pid_t pid;
+
+		while (atomic_load(&fq.queries) < 2 * (i + 1))
+			sched_yield(); /* the queriers are at work */
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(fq_child());
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			atomic_store(&fq.stop, 1);
+			pthread_join(qt[0], NULL);
+			pthread_join(qt[1], NULL);
+			fail_msg("fork %d: child %s %d", i,
+				 WIFEXITED(status) ? "exited" : "killed by",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		}
+	}
+	assert_int_equal(atomic_exchange(&fq.stop, 1), 0);
+	pthread_join(qt[0], NULL);
+	pthread_join(qt[1], NULL);
+	for (int i = FQ_EVENTS / 2; i < FQ_EVENTS; i++)
+		coffer__event_complete(&fq.ev[i], 0);
+	assert_int_equal(coffer_eq_destroy(fq.eqh, COFFER_EQ_FORCE), 0);
+	for (int i = 0; i < FQ_EVENTS; i++)
+		assert_int_equal(coffer_event_fini(&fq.ev[i]), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1155,6 +1257,7 @@ int main(void)
 	    T(test_detach_while_sleeping),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
+	    T(test_fork_while_eq_locked),
 #undef T
 	};
 
