@@ -74,12 +74,15 @@
  * poller or a query inside the reap lock at the fork hung the child's first poll
  * (test_fork_while_eq_locked). An EQ leaves the list in eq_free(), which may run in a
  * call_rcu callback: rcu.c takes eq_all_mu only after it parked the call_rcu workers.
+ * The child also gives each EQ a wake fd of its own (same number, new file description):
+ * sharing one with the parent let either process's pollers drain the other's wakeups.
  *
  * Lock order: eq_reap_lock and eq_reg_lock are leaves (never nested); the hash's bucket
  * locks are never taken under them. Fork-prepare only: eq_all_mu -> every EQ's
  * eq_reap_lock -> its eq_reg_lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -157,8 +160,21 @@ void coffer__eq_atfork_child(void)
 	/* Only the forking thread exists, and it holds every lock: queues and lists are
 	 * consistent. Re-initialised rather than unlocked: their owner's thread id changed. */
 	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		int fd;
+
 		pthread_mutex_init(&eq->eq_reap_lock, NULL);
 		pthread_mutex_init(&eq->eq_reg_lock, NULL);
+		/* The wake fd's file description is the parent's copy's too: a poller of either
+		 * process would drain wakeups meant for the other's, which then sleep on next
+		 * to completed events (test_fork_child_steals_no_wakeup). A new description
+		 * under the same number; eq_rung as for a drained fd. Without a spare fd the
+		 * child keeps sharing it (its sleeps and the parent's may then wake late). */
+		fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (fd >= 0) {
+			(void)dup3(fd, eq->eq_fd, O_CLOEXEC);
+			close(fd);
+			atomic_store_explicit(&eq->eq_rung, false, memory_order_relaxed);
+		}
 	}
 	pthread_mutex_init(&eq_all_mu, NULL);
 }

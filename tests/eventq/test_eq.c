@@ -11,8 +11,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +30,14 @@
 #include <coffer/hash.h>
 
 #include "eventq/event_internal.h"
+
+/* TSan kills a child that starts threads after a multi-threaded fork unless told otherwise;
+ * the fork tests' children must (liburcu's call_rcu worker is restarted in them). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -1153,8 +1163,9 @@ static struct fq_ctx {
 
 static void *fq_querier(void *arg)
 {
-	static struct coffer_event *list[FQ_EVENTS];
+	static struct coffer_event *lists[2][FQ_EVENTS]; /* one per querier */
 	unsigned int which = (unsigned int)(uintptr_t)arg;
+	struct coffer_event **list = lists[which == COFFER_EQR_COMPLETED ? 0 : 1];
 
 	while (!atomic_load(&fq.stop)) {
 		if (coffer_eq_query(fq.eqh, which, FQ_EVENTS, list) != FQ_EVENTS / 2)
@@ -1233,6 +1244,119 @@ static void test_fork_while_eq_locked(void **state)
 		assert_int_equal(coffer_event_fini(&fq.ev[i]), 0);
 }
 
+/*
+ * A fork child sleeping on an EQ it inherited must not take the wakeups of the parent's
+ * pollers of that EQ. Both processes' copies of the EQ had one eventfd file description:
+ * the child's sleeping poller, woken by the parent's completion, drained it before the
+ * parent's poller reached ppoll(), and that poller slept on with its event completed - for
+ * good when it waits without a timeout, since the parent's copy still says the fd was rung
+ * (only the first completion after a drain writes it). Staged: the parent's poller is held
+ * inside the hook's arm() (where the runtime's channel does real work) while another thread
+ * completes its event and the child wakes. A watchdog turns the hang into a failure.
+ */
+static struct fw_ctx {
+	pid_t parent;
+	struct coffer_event ev;
+	atomic_int arming;    /* the parent's poller is inside arm() */
+	atomic_int completed; /* the completer completed the event */
+	atomic_int done;      /* the parent's poll returned */
+	pid_t child;
+} fw;
+
+static int fw_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int fw_arm(void *arg)
+{
+	(void)arg;
+	if (getpid() != fw.parent)
+		return 0; /* the child sleeps at once */
+	atomic_store(&fw.arming, 1);
+	while (!atomic_load(&fw.completed))
+		sched_yield();
+	sleep_ms(100); /* the child, woken by the completion, drains the fd meanwhile */
+	return 0;
+}
+
+static void fw_disarm(void *arg)
+{
+	(void)arg;
+}
+
+static void *fw_completer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fw.arming))
+		sched_yield();
+	coffer__event_complete(&fw.ev, 0);
+	atomic_store(&fw.completed, 1);
+	return NULL;
+}
+
+static void *fw_watchdog(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000 && !atomic_load(&fw.done); i++)
+		sleep_ms(10);
+	if (!atomic_load(&fw.done)) {
+		fprintf(stderr, "test_fork_child_steals_no_wakeup: the parent's poll never woke\n");
+		kill(fw.child, SIGKILL);
+		_exit(1);
+	}
+	return NULL;
+}
+
+static void test_fork_child_steals_no_wakeup(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = fw_progress, .arm = fw_arm, .disarm = fw_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event *out[1];
+	pthread_t ct, wt;
+	int pfd[2], status;
+	char c;
+
+	(void)state;
+	memset(&fw, 0, sizeof(fw));
+	fw.parent = getpid();
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&fw.ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&fw.ev), 0);
+	assert_int_equal(pipe(pfd), 0);
+	fw.child = fork();
+	assert_true(fw.child >= 0);
+	if (fw.child == 0) {
+		/* sleeps on its copy of the EQ until killed; the copy of the event stays
+		 * running here (nothing completes it in the child) */
+		alarm(20);
+		close(pfd[0]);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(2);
+		for (;;)
+			if (coffer_eq_poll(eqh, 0, 1000000, 1, out) != 0)
+				_exit(3);
+	}
+	close(pfd[1]); /* a child that dies makes the read return 0 */
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	sleep_ms(50); /* the child is asleep in its poll */
+	assert_int_equal(pthread_create(&wt, NULL, fw_watchdog, NULL), 0);
+	assert_int_equal(pthread_create(&ct, NULL, fw_completer, NULL), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, -1, 1, out), 1);
+	atomic_store(&fw.done, 1);
+	assert_ptr_equal(out[0], &fw.ev);
+	pthread_join(ct, NULL);
+	pthread_join(wt, NULL);
+	kill(fw.child, SIGKILL);
+	assert_int_equal(waitpid(fw.child, &status, 0), fw.child);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL); /* not its own exit */
+	assert_int_equal(coffer_event_fini(&fw.ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1258,6 +1382,7 @@ int main(void)
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),
+	    T(test_fork_child_steals_no_wakeup),
 #undef T
 	};
 
