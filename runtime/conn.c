@@ -274,8 +274,19 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
 	for (int tries = 0; tries < 16; tries++) {
-		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
-				     0);
+		size_t kept;
+
+		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
+					  COFFER_MSG_FDS_MAX, 0, &kept);
+		if (n == -EMFILE && kept > 0 && coffer__msg_check(in, kept, &hdr) == 0 &&
+		    hdr.type == reply_type && hdr.length - sizeof(hdr) == rlen) {
+			/* Our reply, without the fds it carried: hand its body to the caller,
+			 * who must undo what the store did for it (see the doc comment). */
+			if (rlen)
+				memcpy(rbody, in + sizeof(hdr), rlen);
+			rc = -EMFILE;
+			goto out;
+		}
 		if (n == -ECONNRESET || n == -EPIPE) {
 			/* The store closed without reading our request (the kernel then resets
 			 * us before we read what it sent): it may have said why first. */

@@ -196,6 +196,14 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
 		      unsigned int maxfds, int flags)
 {
+	size_t kept;
+
+	return coffer__recv_fds_kept(sock, buf, cap, fds, nfds, maxfds, flags, &kept);
+}
+
+long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
+			   unsigned int maxfds, int flags, size_t *kept)
+{
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int) * COFFER_MSG_FDS_MAX)];
@@ -208,6 +216,7 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 	ssize_t n;
 
 	*nfds = 0;
+	*kept = 0;
 	if (maxfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
 	msg.msg_control = ctl.buf;
@@ -251,7 +260,10 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 			close(probe);
 			return -EMSGSIZE;
 		}
-		return errno == EMFILE || errno == ENFILE ? -EMFILE : -EMSGSIZE;
+		if (errno != EMFILE && errno != ENFILE)
+			return -EMSGSIZE;
+		*kept = (size_t)n; /* the payload is intact in @buf */
+		return -EMFILE;
 	}
 	*nfds = got;
 	if (n == 0 && got > 0) {
