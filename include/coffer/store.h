@@ -102,7 +102,7 @@ struct coffer_store_info {
  * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
  * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
- * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
+ * -EMFILE (the store, or this process, is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
  * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
  * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
@@ -228,7 +228,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one).
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (64, sent in
- *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE.
+ *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
+ *    first call also returns -EMFILE when this process (or the store) has no fd to spare
+ *    for the channel's descriptors; the store keeps nothing of the failed channel.
  *    A channel is freed when its EQ is destroyed (a hidden EQ when its thread exits).
  *    Programs with more concurrent EQs or blocking threads open more connections.
  */
