@@ -393,6 +393,20 @@ static void test_client_fd_limit(void **state)
 	assert_int_equal(rel_proc_sample(g_store.pid, &p0), 0);
 	rel_oid(&oid, 1);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* connect with room for nothing, the socket, or the socket and one of HELLO_REPLY's
+	 * two fds: -EMFILE (with one of two it was -EPROTO), and no fd of ours is left */
+	for (int room = 0; room < 3; room++) {
+		coffer_handle_t c2;
+		int lowest = lowest_free_fd();
+
+		low = old;
+		low.rlim_cur = (rlim_t)lowest + (rlim_t)room;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		rc = coffer_connect(g_store.sock, &c2);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+		assert_int_equal(rc, -EMFILE);
+		assert_int_equal(lowest_free_fd(), lowest);
+	}
 	for (int i = 0; i < 80; i++) { /* more than the store's 64 channels per connection */
 		low = old;
 		/* room for the EQ's eventfd, then for none or one of the reply's two fds (the
