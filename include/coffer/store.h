@@ -102,8 +102,9 @@ struct coffer_store_info {
  * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
  * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
- * -EMFILE (the store, or this process, is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
- * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);
+ * -EMFILE (the store, or this process, is out of file descriptors; retry later);
+ * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply or an
+ * arena that cannot be mapped safely);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
  * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
