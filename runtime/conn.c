@@ -35,7 +35,8 @@
  * grace period passed.
  *
  * Fork: a child inherits the socket and the rings of its parent's connections but not the
- * threads behind them. The child marks them dead and forked (never sends on the socket or
+ * threads behind them. The child marks them dead and forked (closes its copy of the socket,
+ * so that the parent's disconnect or death still ends the session in the store, and never
  * touches the rings) and completes its copies of the requests in flight with -ENOTCONN, as
  * a dead connection does (the parent's copies are answered in the parent); it must
  * coffer_connect() again (fio, for instance, forks its jobs).
@@ -112,6 +113,14 @@ static void conn_atfork_child(void)
 		atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
 		pthread_mutex_init(&c->ctl_lock, NULL);
 		pthread_mutex_init(&c->chan_lock, NULL);
+		/* The socket is the store's only sign of the parent's session: a copy kept open
+		 * here would keep the parent's references and unsealed objects in the store
+		 * after the parent disconnected or died, for as long as this child lives
+		 * (test_fork_child_keeps_no_session). Nothing here may use it anyway. */
+		if (c->sock >= 0) {
+			close(c->sock);
+			c->sock = -1;
+		}
 		coffer__conn_fork_channels(c);
 	}
 	pthread_mutex_init(&coffer__client_lock, NULL);
@@ -669,7 +678,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	/* Closing the socket makes the store drop the channels, references and unsealed
 	 * objects of this client: no CHANNEL_CLOSE needed. */
 	coffer__conn_close_channels(conn);
-	close(conn->sock);
+	if (conn->sock >= 0) /* a fork child closed its copy already */
+		close(conn->sock);
 	close(conn->stop_fd);
 	conn->sock = conn->stop_fd = -1;
 	coffer_hhash_putref(hh, link);

@@ -110,9 +110,10 @@ struct coffer_store_info {
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
  * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
  * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events
- * it had in flight complete in the child with -ENOTCONN, in the parent as usual) and the child must
- * connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
- * by id).
+ * it had in flight complete in the child with -ENOTCONN, in the parent as usual; the child closes
+ * its copy of the socket at the fork, so the parent's session ends with the parent's disconnect
+ * or exit, whatever its children do) and the child must connect again. Source: Plasma's
+ * PlasmaClient::Connect (fd passed once, mapping cached by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
 

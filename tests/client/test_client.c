@@ -1412,6 +1412,49 @@ static void test_fork_inflight(void **state)
 }
 
 /*
+ * A fork child that never touches coffer must not keep its parent's session alive in the
+ * store. The child inherited a copy of every connection's socket; the parent's disconnect
+ * (or death) then did not reach the store while the child lived, so the store kept the
+ * parent's references and unsealed objects - for as long as, say, a forked helper runs.
+ * The child's copy is dead anyway (coffer/store.h: every call gets -ENOTCONN), so its
+ * socket is closed at the fork.
+ */
+static void test_fork_child_keeps_no_session(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, oh;
+	struct coffer_oid oid;
+	int pfd[2], status;
+	void *wr;
+	pid_t pid;
+	char ch;
+
+	make_oid(&oid, 14, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, NULL), 0); /* unsealed: pinned */
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a helper that does not use coffer: waits until the parent lets it go */
+		close(pfd[1]);
+		alarm(20);
+		_exit(read(pfd[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(pfd[0]);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	/* the store aborted our unsealed object although the child still runs */
+	expect_used(t, 0);
+	close(pfd[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -2349,6 +2392,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_while_conn_freed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
