@@ -69,6 +69,9 @@
 pthread_mutex_t coffer__client_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct coffer__conn *g_conns; /* under coffer__client_lock */
+/* Connections coffer_connect() is setting up (socket open, not on g_conns yet): a fork child
+ * must close their sockets too. Under coffer__client_lock, linked through gnext. */
+static struct coffer__conn *g_connecting;
 /*
  * The arena mappings have a lock of their own, a leaf, because a connection's last reference
  * may be dropped by an RCU callback on the call_rcu worker or by a thread freeing a reclaimed
@@ -101,28 +104,46 @@ static void conn_atfork_parent(void)
 	pthread_mutex_unlock(&coffer__client_lock);
 }
 
+/* Unlinks @conn from the list at @head. Context: coffer__client_lock held. */
+static void conn_unlink_locked(struct coffer__conn **head, struct coffer__conn *conn)
+{
+	for (struct coffer__conn **pp = head; *pp; pp = &(*pp)->gnext)
+		if (*pp == conn) {
+			*pp = conn->gnext;
+			break;
+		}
+}
+
+static void conn_fork_child(struct coffer__conn *c)
+{
+	c->forked = true;
+	c->monitor_started = false;
+	atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
+	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->chan_lock, NULL);
+	/* The socket is the store's only sign of the parent's session: a copy kept open here
+	 * would keep the parent's references and unsealed objects in the store after the
+	 * parent disconnected or died, for as long as this child lives
+	 * (test_fork_child_keeps_no_session). Nothing here may use it anyway. */
+	if (c->sock >= 0) {
+		close(c->sock);
+		c->sock = -1;
+	}
+	coffer__conn_fork_channels(c);
+}
+
 static void conn_atfork_child(void)
 {
 	struct coffer__conn *c;
 
 	/* Only this thread exists now: locks other parent threads held stay held forever in
-	 * the child, so re-initialise the per-connection ones rather than take them. */
-	for (c = g_conns; c; c = c->gnext) {
-		c->forked = true;
-		c->monitor_started = false;
-		atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
-		pthread_mutex_init(&c->ctl_lock, NULL);
-		pthread_mutex_init(&c->chan_lock, NULL);
-		/* The socket is the store's only sign of the parent's session: a copy kept open
-		 * here would keep the parent's references and unsealed objects in the store
-		 * after the parent disconnected or died, for as long as this child lives
-		 * (test_fork_child_keeps_no_session). Nothing here may use it anyway. */
-		if (c->sock >= 0) {
-			close(c->sock);
-			c->sock = -1;
-		}
-		coffer__conn_fork_channels(c);
-	}
+	 * the child, so re-initialise the per-connection ones rather than take them. A
+	 * connection another thread was setting up is dead here as well (that thread is
+	 * gone): its socket is closed too (test_fork_during_connect). */
+	for (c = g_conns; c; c = c->gnext)
+		conn_fork_child(c);
+	for (c = g_connecting; c; c = c->gnext)
+		conn_fork_child(c);
 	pthread_mutex_init(&coffer__client_lock, NULL);
 	coffer__obj_atfork_child();
 }
@@ -585,6 +606,10 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	rc = conn_read_env(conn);
 	if (rc < 0)
 		goto err_free;
+	pthread_mutex_lock(&coffer__client_lock);
+	conn->gnext = g_connecting;
+	g_connecting = conn;
+	pthread_mutex_unlock(&coffer__client_lock);
 
 	fd = conn_socket(path, conn->store_timeout_ms);
 	if (fd < 0) {
@@ -626,12 +651,16 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 		goto err_free;
 	conn->self = *connh;
 	pthread_mutex_lock(&coffer__client_lock);
+	conn_unlink_locked(&g_connecting, conn);
 	conn->gnext = g_conns;
 	g_conns = conn;
 	pthread_mutex_unlock(&coffer__client_lock);
 	return 0;
 
 err_free:
+	pthread_mutex_lock(&coffer__client_lock);
+	conn_unlink_locked(&g_connecting, conn); /* no-op when it was never linked */
+	pthread_mutex_unlock(&coffer__client_lock);
 	conn_stop_monitor(conn);
 	if (conn->stop_fd >= 0)
 		close(conn->stop_fd);
@@ -648,7 +677,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_hlink *link;
-	struct coffer__conn *conn, **pp;
+	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
 
@@ -664,11 +693,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 		return rc; /* another thread is disconnecting it */
 	}
 	pthread_mutex_lock(&coffer__client_lock);
-	for (pp = &g_conns; *pp; pp = &(*pp)->gnext)
-		if (*pp == conn) {
-			*pp = conn->gnext;
-			break;
-		}
+	conn_unlink_locked(&g_conns, conn);
 	last = g_conns == NULL;
 	pthread_mutex_unlock(&coffer__client_lock);
 

@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1455,6 +1458,80 @@ static void test_fork_child_keeps_no_session(void **state)
 }
 
 /*
+ * fork() while another thread is inside coffer_connect(): its socket exists but the
+ * connection is not on the process's list yet, and the child kept a copy of that socket
+ * open (the fork handler closed only listed connections'), with the same effect as in
+ * test_fork_child_keeps_no_session. Staged with a listening socket that never answers
+ * HELLO: the connect waits (COFFER_STORE_TIMEOUT_MS) while the fork happens, then fails;
+ * the "store" end must then see the connection closed although the child still runs.
+ */
+struct fc_arg {
+	const char *path;
+	int rc;
+};
+
+static void *fc_connect(void *arg)
+{
+	struct fc_arg *a = arg;
+	coffer_handle_t c;
+
+	a->rc = coffer_connect(a->path, &c);
+	return NULL;
+}
+
+static void test_fork_during_connect(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct fc_arg a;
+	struct pollfd pfd;
+	int lfd, sfd, pfds[2], status;
+	char buf[256], ch;
+	pthread_t th;
+	pid_t pid;
+
+	assert_true(strlen(t->store.dir) + 8 < sizeof(sa.sun_path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fake.s", t->store.dir);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	setenv("COFFER_STORE_TIMEOUT_MS", "500", 1);
+	a.path = sa.sun_path;
+	a.rc = 1;
+	assert_int_equal(pthread_create(&th, NULL, fc_connect, &a), 0);
+	sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(sfd >= 0);
+	/* the connecting thread now waits for HELLO_REPLY */
+	assert_true(recv(sfd, buf, sizeof(buf), 0) > 0);
+	assert_int_equal(pipe(pfds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfds[1]);
+		alarm(20);
+		_exit(read(pfds[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(pfds[0]);
+	pthread_join(th, NULL);
+	unsetenv("COFFER_STORE_TIMEOUT_MS");
+	assert_int_equal(a.rc, -ETIMEDOUT);
+	/* the connect gave up and closed its socket: the peer sees the end at once */
+	pfd.fd = sfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(recv(sfd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(pfds[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(sfd);
+	close(lfd);
+	unlink(sa.sun_path);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -2393,6 +2470,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_while_conn_freed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
