@@ -66,9 +66,23 @@
  * when a poller sleeps. Poll is blocking (the reap lock; a producer preempted inside its
  * two-instruction push window), never spinning on a core: it yields or sleeps on the fd.
  *
- * Lock order: eq_reap_lock is a leaf; the hash's bucket locks are never taken under it.
+ * Fork. Every EQ whose memory is allocated is on one list (eq_all_mu), so that fork-prepare
+ * can take each EQ's reap and registry locks (coffer__eq_atfork_prepare(), called by
+ * runtime/rcu.c) and the child inherits no lock held by a thread it does not have: a child
+ * must be able to poll, test and finalise the events it inherited and destroy their EQs
+ * (the runtime completes its copies of requests in flight with -ENOTCONN). Without this a
+ * poller or a query inside the reap lock at the fork hung the child's first poll
+ * (test_fork_while_eq_locked). An EQ leaves the list in eq_free(), which may run in a
+ * call_rcu callback: rcu.c takes eq_all_mu only after it parked the call_rcu workers.
+ * The child also gives each EQ a wake fd of its own (same number, new file description):
+ * sharing one with the parent let either process's pollers drain the other's wakeups.
+ *
+ * Lock order: eq_reap_lock and eq_reg_lock are leaves (never nested); the hash's bucket
+ * locks are never taken under them. Fork-prepare only: eq_all_mu -> every EQ's
+ * eq_reap_lock -> its eq_reg_lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -94,6 +108,75 @@ static struct coffer__eq_progress *hook_deref(struct coffer_eq *eq)
 	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_acquire);
 
 	return hook == EQ_HOOK_DEAD ? NULL : hook;
+}
+
+/* Every EQ from create until its memory is freed (fork handlers; see the design note). */
+static pthread_mutex_t eq_all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct coffer_eq *eq_all_head; /* eq_all_mu */
+
+static void eq_all_add(struct coffer_eq *eq)
+{
+	pthread_mutex_lock(&eq_all_mu);
+	eq->eq_all_prev = NULL;
+	eq->eq_all_next = eq_all_head;
+	if (eq_all_head != NULL)
+		eq_all_head->eq_all_prev = eq;
+	eq_all_head = eq;
+	pthread_mutex_unlock(&eq_all_mu);
+}
+
+static void eq_all_del(struct coffer_eq *eq)
+{
+	pthread_mutex_lock(&eq_all_mu);
+	if (eq->eq_all_prev != NULL)
+		eq->eq_all_prev->eq_all_next = eq->eq_all_next;
+	else
+		eq_all_head = eq->eq_all_next;
+	if (eq->eq_all_next != NULL)
+		eq->eq_all_next->eq_all_prev = eq->eq_all_prev;
+	pthread_mutex_unlock(&eq_all_mu);
+}
+
+void coffer__eq_atfork_prepare(void)
+{
+	pthread_mutex_lock(&eq_all_mu);
+	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		pthread_mutex_lock(&eq->eq_reap_lock);
+		pthread_mutex_lock(&eq->eq_reg_lock);
+	}
+}
+
+void coffer__eq_atfork_parent(void)
+{
+	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		pthread_mutex_unlock(&eq->eq_reg_lock);
+		pthread_mutex_unlock(&eq->eq_reap_lock);
+	}
+	pthread_mutex_unlock(&eq_all_mu);
+}
+
+void coffer__eq_atfork_child(void)
+{
+	/* Only the forking thread exists, and it holds every lock: queues and lists are
+	 * consistent. Re-initialised rather than unlocked: their owner's thread id changed. */
+	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		int fd;
+
+		pthread_mutex_init(&eq->eq_reap_lock, NULL);
+		pthread_mutex_init(&eq->eq_reg_lock, NULL);
+		/* The wake fd's file description is the parent's copy's too: a poller of either
+		 * process would drain wakeups meant for the other's, which then sleep on next
+		 * to completed events (test_fork_child_steals_no_wakeup). A new description
+		 * under the same number; eq_rung as for a drained fd. Without a spare fd the
+		 * child keeps sharing it (its sleeps and the parent's may then wake late). */
+		fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (fd >= 0) {
+			(void)dup3(fd, eq->eq_fd, O_CLOEXEC);
+			close(fd);
+			atomic_store_explicit(&eq->eq_rung, false, memory_order_relaxed);
+		}
+	}
+	pthread_mutex_init(&eq_all_mu, NULL);
 }
 
 /* Reaped per batch when a force destroy discards completed events. */
@@ -458,6 +541,7 @@ static void eq_free(struct coffer_hlink *link)
 	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
 	if (hook != EQ_HOOK_DEAD)
 		free(hook);
+	eq_all_del(eq);
 	close(eq->eq_fd);
 	pthread_mutex_destroy(&eq->eq_reap_lock);
 	pthread_mutex_destroy(&eq->eq_reg_lock);
@@ -531,6 +615,7 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	atomic_init(&eq->eq_rung, false);
 	atomic_init(&eq->eq_hook, NULL);
 	eq->eq_link.hl_free = eq_free;
+	eq_all_add(eq); /* eq_free() takes it off again */
 
 	rc = coffer_hhash_insert(hh, &eq->eq_link, COFFER_HTYPE_EQ, &eq->eq_handle);
 	if (rc != 0) {

@@ -120,12 +120,14 @@ static inline bool coffer__evp_valid(struct coffer_event *ev)
 
 /* An event queue. Fields are grouped by who writes them, one cache line per group. */
 struct coffer_eq {
-	/* read-mostly: written at create and destroy */
+	/* read-mostly: written at create, destroy and free */
 	struct coffer_hlink eq_link;
 	struct coffer_hhash *eq_hh;
 	coffer_handle_t eq_handle;
 	int eq_fd;				       /* eventfd: sleeping pollers wait on it */
 	_Atomic(struct coffer__eq_progress *) eq_hook; /* RCU-protected */
+	struct coffer_eq *eq_all_next; /* every allocated EQ, for fork (eq.c, eq_all_mu) */
+	struct coffer_eq *eq_all_prev;
 
 	/* producers (complete): exchange on every push */
 	_Alignas(COFFER__EQ_CACHELINE) _Atomic(struct coffer__mpsc_node *) eq_qhead;

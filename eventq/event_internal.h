@@ -87,4 +87,14 @@ int coffer__eq_wake_fd(coffer_handle_t eqh);
  */
 int coffer__eq_kick(coffer_handle_t eqh);
 
+/*
+ * Fork handlers of the event queues, called by runtime/rcu.c in its fixed order (after the
+ * call_rcu workers are parked: an EQ's free, which may run in a callback, takes the list
+ * lock): prepare takes the EQ list's lock and every EQ's reap and registry locks, parent
+ * releases them, child re-initialises them. Context: the atfork handlers only.
+ */
+void coffer__eq_atfork_prepare(void);
+void coffer__eq_atfork_parent(void);
+void coffer__eq_atfork_child(void);
+
 #endif /* COFFER_EVENT_INTERNAL_H */

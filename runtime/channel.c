@@ -964,8 +964,12 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 		goto out;
 	}
 	req.ring_entries = chan_pick_entries(conn);
+	/* Channel ids are < COFFER_CHANNELS_MAX: this one says no reply body arrived. */
+	rep.channel_id = UINT32_MAX;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_CHANNEL_OPEN, &req, sizeof(req), wfd,
 			      COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &segfd, 1);
+	if (rc == -EMFILE && rep.channel_id != UINT32_MAX)
+		goto out_store; /* we are at our fd limit: the store opened it for nothing */
 	if (rc < 0)
 		goto out;
 	rc = -ENOMEM;

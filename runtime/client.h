@@ -79,7 +79,7 @@ static inline void coffer__spin_unlock(struct coffer__spin *s)
 /* One mapping of a store's arena, shared by every connection of this process to it. */
 struct coffer__seg {
 	uint32_t id;	   /* segment id from HELLO_REPLY */
-	unsigned int refs; /* connections using it; under the global lock */
+	unsigned int refs; /* connections using it; under conn.c's g_seg_lock */
 	uint8_t *base;
 	uint64_t bytes;
 	struct coffer__seg *next;
@@ -208,8 +208,10 @@ struct coffer__conn *coffer__conn_lookup_rcu(coffer_handle_t connh);
  * coffer__conn_ctl() - one control exchange on the socket: send a message of @type with
  * @body (and @send_fd when >= 0), receive a reply of @reply_type into @rbody (exactly
  * @rlen bytes) and up to @nfds passed descriptors into @fds (-1 when absent).
- * Return: 0; -ENOTCONN (socket gone), -EPROTO (malformed reply), or the status of an
- * ERROR message from the store.
+ * Return: 0; -ENOTCONN (socket gone), -EPROTO (malformed reply), -EMFILE (this process
+ * is at its fd limit: the reply came but its fds could not be received; @rbody then holds
+ * the reply's body, and the store has done what was asked), or the status of an ERROR
+ * message from the store (@rbody untouched; -EMFILE there: the store is out of fds).
  * Context: any thread; takes conn->ctl_lock; blocks on the socket.
  */
 int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body, uint32_t blen,
@@ -235,7 +237,8 @@ void coffer__obj_atfork_child(void);
  */
 int coffer__event_eq(const struct coffer_event *ev, coffer_handle_t *eqh);
 
-/* The process-wide lock guarding the connection list, segments and EQ bindings. */
+/* The process-wide lock guarding the connection list and EQ bindings (not the segments:
+ * conn.c's g_seg_lock, see there why). */
 extern pthread_mutex_t coffer__client_lock;
 
 #endif /* COFFER_RUNTIME_CLIENT_H */

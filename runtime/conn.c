@@ -9,8 +9,7 @@
  * arrives once), CHANNEL_OPEN/CLOSE, QUERY. It is protected by ctl_lock (a mutex: exchanges
  * block on the socket); the data path never touches it (channel.c). The arena is mapped
  * once per process and keyed by its segment id, never by fd number (fd numbers are reused):
- * a second connection to the same store shares the mapping (refcounted under
- * coffer__client_lock).
+ * a second connection to the same store shares the mapping (refcounted under g_seg_lock).
  *
  * Liveness: a monitor thread per connection sleeps in poll() on the socket with no events
  * requested (the kernel still reports POLLHUP/POLLERR) and on a private eventfd. When the
@@ -24,8 +23,8 @@
  * timeout does in DAOS (CRT_TIMEOUT). Otherwise the monitor costs no CPU.
  *
  * Locks, in order: conn->chan_lock -> conn->ctl_lock; conn->chan_lock ->
- * coffer__client_lock. Disconnect stops the monitor before taking chan_lock (the monitor
- * takes chan_lock to fail channels), so joining it cannot deadlock.
+ * coffer__client_lock; g_seg_lock is a leaf. Disconnect stops the monitor before taking chan_lock
+ * (the monitor takes chan_lock to fail channels), so joining it cannot deadlock.
  *
  * Memory ordering: conn->dead is written with a relaxed CAS (it is a hint for new requests;
  * the channel's `dead`, set under its submit lock, is what orders failure against submits).
@@ -36,7 +35,8 @@
  * grace period passed.
  *
  * Fork: a child inherits the socket and the rings of its parent's connections but not the
- * threads behind them. The child marks them dead and forked (never sends on the socket or
+ * threads behind them. The child marks them dead and forked (closes its copy of the socket,
+ * so that the parent's disconnect or death still ends the session in the store, and never
  * touches the rings) and completes its copies of the requests in flight with -ENOTCONN, as
  * a dead connection does (the parent's copies are answered in the parent); it must
  * coffer_connect() again (fio, for instance, forks its jobs).
@@ -69,13 +69,31 @@
 pthread_mutex_t coffer__client_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct coffer__conn *g_conns; /* under coffer__client_lock */
-static struct coffer__seg *g_segs;   /* under coffer__client_lock */
+/* Connections coffer_connect() is setting up (socket open, not on g_conns yet): a fork child
+ * must close their sockets too. Under coffer__client_lock, linked through gnext. */
+static struct coffer__conn *g_connecting;
+/*
+ * The arena mappings have a lock of their own, a leaf, because a connection's last reference
+ * may be dropped by an RCU callback on the call_rcu worker or by a thread freeing a reclaimed
+ * batch (conn_free -> seg_put): fork-prepare waits for both (rcu.c) after taking
+ * coffer__client_lock, so nothing they run may take that lock. g_seg_lock is taken in
+ * rcu.c's step 3, after the workers are parked (coffer__conn_seg_atfork_*).
+ */
+static pthread_mutex_t g_seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct coffer__seg *g_segs; /* under g_seg_lock */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define CONN_OF(l) ((struct coffer__conn *)((char *)(l)-offsetof(struct coffer__conn, link)))
 
 /* ---- fork ------------------------------------------------------------------------------ */
 
+/*
+ * These handlers are installed by the first connect, after rcu.c's: their prepare runs
+ * first (POSIX runs prepare handlers in reverse order of installation), so
+ * coffer__client_lock is held while rcu.c's prepare waits for the call_rcu workers and for
+ * threads freeing reclaimed batches. Hence no record's free may take coffer__client_lock
+ * (conn_free takes only g_seg_lock, which rcu.c's prepare takes after that wait).
+ */
 static void conn_atfork_prepare(void)
 {
 	pthread_mutex_lock(&coffer__client_lock);
@@ -86,22 +104,63 @@ static void conn_atfork_parent(void)
 	pthread_mutex_unlock(&coffer__client_lock);
 }
 
+/* Unlinks @conn from the list at @head. Context: coffer__client_lock held. */
+static void conn_unlink_locked(struct coffer__conn **head, struct coffer__conn *conn)
+{
+	for (struct coffer__conn **pp = head; *pp; pp = &(*pp)->gnext)
+		if (*pp == conn) {
+			*pp = conn->gnext;
+			break;
+		}
+}
+
+static void conn_fork_child(struct coffer__conn *c)
+{
+	c->forked = true;
+	c->monitor_started = false;
+	atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
+	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->chan_lock, NULL);
+	/* The socket is the store's only sign of the parent's session: a copy kept open here
+	 * would keep the parent's references and unsealed objects in the store after the
+	 * parent disconnected or died, for as long as this child lives
+	 * (test_fork_child_keeps_no_session). Nothing here may use it anyway. */
+	if (c->sock >= 0) {
+		close(c->sock);
+		c->sock = -1;
+	}
+	coffer__conn_fork_channels(c);
+}
+
 static void conn_atfork_child(void)
 {
 	struct coffer__conn *c;
 
 	/* Only this thread exists now: locks other parent threads held stay held forever in
-	 * the child, so re-initialise the per-connection ones rather than take them. */
-	for (c = g_conns; c; c = c->gnext) {
-		c->forked = true;
-		c->monitor_started = false;
-		atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_relaxed);
-		pthread_mutex_init(&c->ctl_lock, NULL);
-		pthread_mutex_init(&c->chan_lock, NULL);
-		coffer__conn_fork_channels(c);
-	}
+	 * the child, so re-initialise the per-connection ones rather than take them. A
+	 * connection another thread was setting up is dead here as well (that thread is
+	 * gone): its socket is closed too (test_fork_during_connect). */
+	for (c = g_conns; c; c = c->gnext)
+		conn_fork_child(c);
+	for (c = g_connecting; c; c = c->gnext)
+		conn_fork_child(c);
 	pthread_mutex_init(&coffer__client_lock, NULL);
 	coffer__obj_atfork_child();
+}
+
+void coffer__conn_seg_atfork_prepare(void)
+{
+	pthread_mutex_lock(&g_seg_lock);
+}
+
+void coffer__conn_seg_atfork_parent(void)
+{
+	pthread_mutex_unlock(&g_seg_lock);
+}
+
+void coffer__conn_seg_atfork_child(void)
+{
+	pthread_mutex_init(&g_seg_lock, NULL);
 }
 
 static void conn_once(void)
@@ -121,7 +180,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	void *p;
 	int rc = 0;
 
-	pthread_mutex_lock(&coffer__client_lock);
+	pthread_mutex_lock(&g_seg_lock);
 	for (s = g_segs; s; s = s->next) {
 		if (s->id == id && s->bytes == bytes) {
 			s->refs++;
@@ -158,7 +217,7 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 	g_segs = s;
 	*segp = s;
 out:
-	pthread_mutex_unlock(&coffer__client_lock);
+	pthread_mutex_unlock(&g_seg_lock);
 	close(fd);
 	return rc;
 }
@@ -168,7 +227,7 @@ static void seg_put(struct coffer__seg *seg)
 	struct coffer__seg **pp;
 	bool last = false;
 
-	pthread_mutex_lock(&coffer__client_lock);
+	pthread_mutex_lock(&g_seg_lock);
 	if (--seg->refs == 0) {
 		for (pp = &g_segs; *pp; pp = &(*pp)->next)
 			if (*pp == seg) {
@@ -177,7 +236,7 @@ static void seg_put(struct coffer__seg *seg)
 			}
 		last = true;
 	}
-	pthread_mutex_unlock(&coffer__client_lock);
+	pthread_mutex_unlock(&g_seg_lock);
 	if (last) {
 		munmap(seg->base, seg->bytes ? seg->bytes : 1);
 		free(seg);
@@ -245,8 +304,19 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
 	for (int tries = 0; tries < 16; tries++) {
-		n = coffer__recv_fds(conn->sock, in, sizeof(in), got_fds, &ngot, COFFER_MSG_FDS_MAX,
-				     0);
+		size_t kept;
+
+		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
+					  COFFER_MSG_FDS_MAX, 0, &kept);
+		if (n == -EMFILE && kept > 0 && coffer__msg_check(in, kept, &hdr) == 0 &&
+		    hdr.type == reply_type && hdr.length - sizeof(hdr) == rlen) {
+			/* Our reply, without the fds it carried: hand its body to the caller,
+			 * who must undo what the store did for it (see the doc comment). */
+			if (rlen)
+				memcpy(rbody, in + sizeof(hdr), rlen);
+			rc = -EMFILE;
+			goto out;
+		}
 		if (n == -ECONNRESET || n == -EPIPE) {
 			/* The store closed without reading our request (the kernel then resets
 			 * us before we read what it sent): it may have said why first. */
@@ -539,6 +609,10 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	rc = conn_read_env(conn);
 	if (rc < 0)
 		goto err_free;
+	pthread_mutex_lock(&coffer__client_lock);
+	conn->gnext = g_connecting;
+	g_connecting = conn;
+	pthread_mutex_unlock(&coffer__client_lock);
 
 	fd = conn_socket(path, conn->store_timeout_ms);
 	if (fd < 0) {
@@ -584,12 +658,16 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 		goto err_free;
 	conn->self = *connh;
 	pthread_mutex_lock(&coffer__client_lock);
+	conn_unlink_locked(&g_connecting, conn);
 	conn->gnext = g_conns;
 	g_conns = conn;
 	pthread_mutex_unlock(&coffer__client_lock);
 	return 0;
 
 err_free:
+	pthread_mutex_lock(&coffer__client_lock);
+	conn_unlink_locked(&g_connecting, conn); /* no-op when it was never linked */
+	pthread_mutex_unlock(&coffer__client_lock);
 	conn_stop_monitor(conn);
 	if (conn->stop_fd >= 0)
 		close(conn->stop_fd);
@@ -606,7 +684,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 {
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_hlink *link;
-	struct coffer__conn *conn, **pp;
+	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
 
@@ -622,11 +700,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 		return rc; /* another thread is disconnecting it */
 	}
 	pthread_mutex_lock(&coffer__client_lock);
-	for (pp = &g_conns; *pp; pp = &(*pp)->gnext)
-		if (*pp == conn) {
-			*pp = conn->gnext;
-			break;
-		}
+	conn_unlink_locked(&g_conns, conn);
 	last = g_conns == NULL;
 	pthread_mutex_unlock(&coffer__client_lock);
 
@@ -636,7 +710,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	/* Closing the socket makes the store drop the channels, references and unsealed
 	 * objects of this client: no CHANNEL_CLOSE needed. */
 	coffer__conn_close_channels(conn);
-	close(conn->sock);
+	if (conn->sock >= 0) /* a fork child closed its copy already */
+		close(conn->sock);
 	close(conn->stop_fd);
 	conn->sock = conn->stop_fd = -1;
 	coffer_hhash_putref(hh, link);

@@ -385,8 +385,10 @@ void coffer__obj_thread_release(void)
 
 void coffer__obj_atfork_child(void)
 {
-	/* The hidden EQ's wake eventfd is shared with the parent's copy of it: a wakeup could
-	 * be eaten by the other process. Replace it on the next blocking call. */
+	/* The hidden EQ's wake eventfd was shared with the parent's copy of it (a wakeup could
+	 * be eaten by the other process); eventq's fork handler now gives every EQ of the
+	 * child a wake fd of its own, and this one is still replaced on the next blocking
+	 * call, so that the child's blocking calls start from an EQ of their own. */
 	if (t_ctx)
 		t_ctx->stale = true;
 }

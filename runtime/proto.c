@@ -196,6 +196,14 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
 		      unsigned int maxfds, int flags)
 {
+	size_t kept;
+
+	return coffer__recv_fds_kept(sock, buf, cap, fds, nfds, maxfds, flags, &kept);
+}
+
+long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
+			   unsigned int maxfds, int flags, size_t *kept)
+{
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int) * COFFER_MSG_FDS_MAX)];
@@ -208,6 +216,7 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 	ssize_t n;
 
 	*nfds = 0;
+	*kept = 0;
 	if (maxfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
 	msg.msg_control = ctl.buf;
@@ -237,21 +246,29 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 		}
 	}
 	if (overflow || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		int probe;
+		int probe = -1, probe_err = 0;
 
+		/* Control data truncated with the payload intact: either the sender passed
+		 * more fds than our buffer holds, or the kernel could not install them all
+		 * because this process is at its fd limit. Tell the two apart - before closing
+		 * what we got: the kernel may have installed some of them, and closing those
+		 * first would make room for the probe. */
+		if (!overflow && !(msg.msg_flags & MSG_TRUNC)) {
+			probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+			probe_err = errno;
+		}
 		while (got > 0)
 			close(fds[--got]);
 		if (overflow || (msg.msg_flags & MSG_TRUNC))
 			return -EMSGSIZE;
-		/* Control data truncated with the payload intact: either the sender passed
-		 * more fds than our buffer holds, or the kernel could not install them
-		 * because this process is at its fd limit. Tell the two apart. */
-		probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
 		if (probe >= 0) {
 			close(probe);
 			return -EMSGSIZE;
 		}
-		return errno == EMFILE || errno == ENFILE ? -EMFILE : -EMSGSIZE;
+		if (probe_err != EMFILE && probe_err != ENFILE)
+			return -EMSGSIZE;
+		*kept = (size_t)n; /* the payload is intact in @buf */
+		return -EMFILE;
 	}
 	*nfds = got;
 	if (n == 0 && got > 0) {

@@ -157,6 +157,18 @@ bool coffer__is_eventfd(int fd);
 long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
 		      unsigned int maxfds, int flags);
 
+/**
+ * coffer__recv_fds_kept() - coffer__recv_fds(), and when it returns -EMFILE, the message's
+ * payload, which the kernel delivered intact without its fds: it is in @buf and *@kept is
+ * its length (0 in every other case). For a caller that must undo what the peer did for a
+ * message it could not take whole (a channel the store opened for a reply whose fds this
+ * process had no room for).
+ * @kept: out: bytes of the payload in @buf when the return is -EMFILE, else 0.
+ * Return, Context: as coffer__recv_fds().
+ */
+long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
+			   unsigned int maxfds, int flags, size_t *kept);
+
 /* How long a client waits for the store's answer to one control message (HELLO,
  * CHANNEL_OPEN, QUERY): a store that is alive is single-threaded and answers in microseconds;
  * one that is stopped (SIGSTOP) or is not a coffer-store must not hang its clients. */

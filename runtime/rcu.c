@@ -27,8 +27,15 @@
  *      period is half done; before coffer's locks because a reader blocked on a coffer lock
  *      could hold up a synchronize_rcu that holds the gp lock);
  *   3. coffer's locks: init mutex -> table list + every stripe -> reclamation registry + every
- *      thread's batch lock. Nothing under these locks registers with urcu-bp or calls
- *      call_rcu, so step 2's locks cannot be waited for under them.
+ *      thread's batch lock -> the EQ list and every EQ's reap and registry locks (eq.c) ->
+ *      the arena mappings' lock (conn.c). Nothing under these locks registers with urcu-bp
+ *      or calls call_rcu, so step 2's locks cannot be waited for under them; and the EQ
+ *      list's and the mappings' locks, which frees take, come after step 1.
+ * The connection layer's own handlers (conn.c, installed later by the first connect) run
+ * their prepare before all of this and hold coffer__client_lock through it: so neither a
+ * call_rcu callback nor a thread freeing a reclaimed batch (R5 in reclaim.c) may take
+ * coffer__client_lock, or fork-prepare would wait for it while holding it (it did: a
+ * connection's free took it to drop its arena mapping; test_fork_while_conn_freed).
  * In the child, urcu_bp_after_fork_child() drops the readers of threads that do not exist
  * there, coffer re-initialises its mutexes and marks other threads' batches as orphans
  * (flushed by the next barrier), and call_rcu_after_fork_child() starts a fresh worker.
@@ -54,6 +61,7 @@
 
 #include <coffer/hash.h>
 
+#include "eventq/event_internal.h"
 #include "hashtable/htab_internal.h"
 #include "runtime/env.h"
 #include "runtime/rcu.h"
@@ -74,10 +82,14 @@ static void atfork_prepare(void)
 	coffer__init_atfork_prepare();
 	coffer__htab_atfork_prepare();
 	coffer__reclaim_atfork_prepare();
+	coffer__eq_atfork_prepare();
+	coffer__conn_seg_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	coffer__conn_seg_atfork_parent();
+	coffer__eq_atfork_parent();
 	coffer__reclaim_atfork_parent();
 	coffer__htab_atfork_parent();
 	coffer__init_atfork_parent();
@@ -88,6 +100,8 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	coffer__conn_seg_atfork_child();
+	coffer__eq_atfork_child();
 	coffer__reclaim_atfork_child();
 	coffer__htab_atfork_child();
 	coffer__init_atfork_child();

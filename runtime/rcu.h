@@ -124,5 +124,10 @@ int coffer__rcu_barrier(void);
 void coffer__init_atfork_prepare(void);
 void coffer__init_atfork_parent(void);
 void coffer__init_atfork_child(void);
+/* The arena mappings' lock (conn.c): taken last, after the call_rcu workers are parked,
+ * because a connection's free (a callback, or a thread freeing a reclaimed batch) takes it. */
+void coffer__conn_seg_atfork_prepare(void);
+void coffer__conn_seg_atfork_parent(void);
+void coffer__conn_seg_atfork_child(void);
 
 #endif /* COFFER_RUNTIME_RCU_H */

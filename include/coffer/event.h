@@ -54,7 +54,10 @@ struct coffer_event {
  * coffer_eq_create() - create an event queue.
  * @eqh: out: the EQ's handle (cookie never reused in this process).
  *
- * The EQ owns an eventfd its sleeping pollers wait on (one file descriptor per EQ).
+ * The EQ owns an eventfd its sleeping pollers wait on (one file descriptor per EQ). A
+ * fork() child's copy of the EQ gets an eventfd of its own under the same fd number, so
+ * that neither process's pollers take the other's wakeups; the child can poll, test and
+ * finalise the events it inherited and destroy the EQ.
  * Return: 0; -EINVAL (@eqh NULL, or coffer_init() not called); -ENOMEM; -EMFILE/-ENFILE
  *         (no file descriptor for the eventfd).
  * Context: any thread.

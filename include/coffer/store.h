@@ -102,16 +102,18 @@ struct coffer_store_info {
  * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
  * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
- * -EMFILE (the store is out of file descriptors; retry later); -EPROTONOSUPPORT (the store speaks
- * another protocol version); -EPROTO (malformed reply or an arena that cannot be mapped safely);
+ * -EMFILE (the store, or this process, is out of file descriptors; retry later);
+ * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply or an
+ * arena that cannot be mapped safely);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
  * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
  * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
  * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events
- * it had in flight complete in the child with -ENOTCONN, in the parent as usual) and the child must
- * connect again. Source: Plasma's PlasmaClient::Connect (fd passed once, mapping cached
- * by id).
+ * it had in flight complete in the child with -ENOTCONN, in the parent as usual; the child closes
+ * its copy of the socket at the fork, so the parent's session ends with the parent's disconnect
+ * or exit, whatever its children do) and the child must connect again. Source: Plasma's
+ * PlasmaClient::Connect (fd passed once, mapping cached by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
 
@@ -228,7 +230,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one).
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (512, sent in
- *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE.
+ *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
+ *    first call also returns -EMFILE when this process (or the store) has no fd to spare
+ *    for the channel's descriptors; the store keeps nothing of the failed channel.
  *    A channel is freed when its EQ is destroyed (a hidden EQ when its thread exits).
  *    Programs with more concurrent EQs or blocking threads open more connections.
  */

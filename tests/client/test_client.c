@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1412,6 +1415,245 @@ static void test_fork_inflight(void **state)
 }
 
 /*
+ * A fork child that never touches coffer must not keep its parent's session alive in the
+ * store. The child inherited a copy of every connection's socket; the parent's disconnect
+ * (or death) then did not reach the store while the child lived, so the store kept the
+ * parent's references and unsealed objects - for as long as, say, a forked helper runs.
+ * The child's copy is dead anyway (coffer/store.h: every call gets -ENOTCONN), so its
+ * socket is closed at the fork.
+ */
+static void test_fork_child_keeps_no_session(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, oh;
+	struct coffer_oid oid;
+	int pfd[2], status;
+	void *wr;
+	pid_t pid;
+	char ch;
+
+	make_oid(&oid, 14, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, NULL), 0); /* unsealed: pinned */
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a helper that does not use coffer: waits until the parent lets it go */
+		close(pfd[1]);
+		alarm(20);
+		_exit(read(pfd[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(pfd[0]);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	/* the store aborted our unsealed object although the child still runs */
+	expect_used(t, 0);
+	close(pfd[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_handles_closed(t);
+}
+
+/*
+ * fork() while another thread is inside coffer_connect(): its socket exists but the
+ * connection is not on the process's list yet, and the child kept a copy of that socket
+ * open (the fork handler closed only listed connections'), with the same effect as in
+ * test_fork_child_keeps_no_session. Staged with a listening socket that never answers
+ * HELLO: the connect waits (COFFER_STORE_TIMEOUT_MS) while the fork happens, then fails;
+ * the "store" end must then see the connection closed although the child still runs.
+ */
+struct fc_arg {
+	const char *path;
+	int rc;
+};
+
+static void *fc_connect(void *arg)
+{
+	struct fc_arg *a = arg;
+	coffer_handle_t c;
+
+	a->rc = coffer_connect(a->path, &c);
+	return NULL;
+}
+
+static void test_fork_during_connect(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct fc_arg a;
+	struct pollfd pfd;
+	int lfd, sfd, pfds[2], status;
+	char buf[256], ch;
+	pthread_t th;
+	pid_t pid;
+
+	assert_true(strlen(t->store.dir) + 8 < sizeof(sa.sun_path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fake.s", t->store.dir);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	setenv("COFFER_STORE_TIMEOUT_MS", "500", 1);
+	a.path = sa.sun_path;
+	a.rc = 1;
+	assert_int_equal(pthread_create(&th, NULL, fc_connect, &a), 0);
+	sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(sfd >= 0);
+	/* the connecting thread now waits for HELLO_REPLY */
+	assert_true(recv(sfd, buf, sizeof(buf), 0) > 0);
+	assert_int_equal(pipe(pfds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfds[1]);
+		alarm(20);
+		_exit(read(pfds[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(pfds[0]);
+	pthread_join(th, NULL);
+	unsetenv("COFFER_STORE_TIMEOUT_MS");
+	assert_int_equal(a.rc, -ETIMEDOUT);
+	/* the connect gave up and closed its socket: the peer sees the end at once */
+	pfd.fd = sfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(recv(sfd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(pfds[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(sfd);
+	close(lfd);
+	unlink(sa.sun_path);
+	expect_handles_closed(t);
+}
+
+/*
+ * fork() while the call_rcu worker is about to free a disconnected connection. The worker
+ * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
+ * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
+ * and must not hold a lock the worker's frees take while it waits. Staged: a reader thread
+ * holds a read-side section so the worker sits in the grace period of the batch that holds
+ * the connection (handed over by the disconnect's barrier); our own fork handler, which runs
+ * before coffer's (registered later), lets the reader go once the fork has begun. Found
+ * hanging the parent inside fork() (connection lock held by fork-prepare, worker blocked on
+ * it in conn_free, fork-prepare waiting for the worker to pause). A watchdog turns the hang
+ * into a failure. The child then connects and uses coffer.
+ */
+static atomic_int forkfree_started; /* set by forkfree_prepare: fork() has begun */
+static atomic_int forkfree_reading; /* the reader is inside its read-side section */
+static atomic_int forkfree_done;    /* the test finished: the watchdog exits */
+
+static void forkfree_prepare(void)
+{
+	atomic_store(&forkfree_started, 1);
+}
+
+static void *forkfree_reader(void *arg)
+{
+	(void)arg;
+	coffer_rcu_read_lock();
+	atomic_store(&forkfree_reading, 1);
+	while (!atomic_load(&forkfree_started))
+		usleep(1000);
+	/* long enough for fork-prepare to reach the wait for the worker */
+	usleep(200000);
+	coffer_rcu_read_unlock();
+	return NULL;
+}
+
+static void *forkfree_disconnect(void *arg)
+{
+	/* blocks in the barrier until the reader leaves its section */
+	return (void *)(intptr_t)coffer_disconnect(*(coffer_handle_t *)arg);
+}
+
+static void *forkfree_watchdog(void *arg)
+{
+	struct tctx *t = arg;
+
+	for (int i = 0; i < 2000 && !atomic_load(&forkfree_done); i++)
+		usleep(10000);
+	if (!atomic_load(&forkfree_done)) {
+		fprintf(stderr, "test_fork_while_conn_freed: fork() deadlocked\n");
+		store_kill(&t->store); /* leave no store behind */
+		_exit(1);
+	}
+	return NULL;
+}
+
+static int forkfree_child(const char *sock)
+{
+	coffer_handle_t c, oh;
+	struct coffer_oid oid;
+	const void *rd;
+	uint64_t sz;
+	void *wr;
+
+	alarm(20);
+	make_oid(&oid, 13, 1);
+	if (coffer_connect(sock, &c) != 0 || coffer_obj_open(c, &oid, 0, &oh) != 0)
+		return 30;
+	if (coffer_obj_create(oh, 100, 0, &wr, NULL) != 0)
+		return 31;
+	fill(wr, 100, 5);
+	if (coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL) != 0 ||
+	    coffer_obj_get(oh, 0, &rd, &sz, NULL) != 0 || sz != 100 || !check(rd, sz, 5))
+		return 32;
+	if (coffer_obj_release(oh, NULL) != 0 || coffer_obj_delete(c, &oid, NULL) != 0 ||
+	    coffer_obj_close(oh) != 0 || coffer_disconnect(c) != 0)
+		return 33;
+	return 0;
+}
+
+static void test_fork_while_conn_freed(void **state)
+{
+	struct tctx *t = *state;
+	pthread_t rt, dt, wt;
+	coffer_handle_t c;
+	void *drc;
+	int status;
+	pid_t pid;
+
+	atomic_store(&forkfree_started, 0);
+	atomic_store(&forkfree_reading, 0);
+	atomic_store(&forkfree_done, 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	/* after coffer's handlers (the connection's are installed by the first connect), so
+	 * its prepare runs before theirs; registered once per process */
+	{
+		static int registered;
+
+		if (!registered++)
+			assert_int_equal(pthread_atfork(forkfree_prepare, NULL, NULL), 0);
+	}
+	assert_int_equal(pthread_create(&wt, NULL, forkfree_watchdog, t), 0);
+	assert_int_equal(pthread_create(&rt, NULL, forkfree_reader, NULL), 0);
+	while (!atomic_load(&forkfree_reading))
+		usleep(1000);
+	assert_int_equal(pthread_create(&dt, NULL, forkfree_disconnect, &c), 0);
+	/* let the disconnect hand the connection to the worker, now waiting for the reader */
+	usleep(100000);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(forkfree_child(t->store.sock));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	atomic_store(&forkfree_done, 1);
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	pthread_join(dt, &drc);
+	assert_int_equal((int)(intptr_t)drc, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
  * Two handles of one connection hold two versions of one ID (a get before and a get after a
  * replacement). Releasing the old one by its pointer (coffer_obj_release_data(), as
  * store.h says for this case) must leave the other handle's pin on the new version: a
@@ -2317,6 +2559,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_oid_vec, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_timeout_other_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_inflight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_while_conn_freed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),

@@ -11,9 +11,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +30,14 @@
 #include <coffer/hash.h>
 
 #include "eventq/event_internal.h"
+
+/* TSan kills a child that starts threads after a multi-threaded fork unless told otherwise;
+ * the fork tests' children must (liburcu's call_rcu worker is restarted in them). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -1131,6 +1142,221 @@ static void test_concurrent_pollers_exactly_once(void **state)
 	assert_int_equal(coffer_eq_destroy(mp.eqh, 0), 0);
 }
 
+/*
+ * fork() while another thread is inside an EQ call that holds one of the EQ's locks (here
+ * coffer_eq_query() listing completed events, which holds the reap lock while it walks them,
+ * and listing running ones, which holds the registry lock; a poll holds the reap lock the
+ * same way, briefly). The child inherits the EQ and must be able to poll what completed,
+ * finalise its events and destroy the EQ (coffer/store.h: a fork child completes and cleans
+ * up what it inherited). Found hanging the child in its first poll: the reap lock was copied
+ * locked, by a thread that does not exist in the child.
+ */
+#define FQ_EVENTS 2048
+#define FQ_FORKS  20
+
+static struct fq_ctx {
+	coffer_handle_t eqh;
+	struct coffer_event ev[FQ_EVENTS]; /* [0, FQ_EVENTS/2) completed, the rest running */
+	atomic_int stop;
+	atomic_long queries;
+} fq;
+
+static void *fq_querier(void *arg)
+{
+	static struct coffer_event *lists[2][FQ_EVENTS]; /* one per querier */
+	unsigned int which = (unsigned int)(uintptr_t)arg;
+	struct coffer_event **list = lists[which == COFFER_EQR_COMPLETED ? 0 : 1];
+
+	while (!atomic_load(&fq.stop)) {
+		if (coffer_eq_query(fq.eqh, which, FQ_EVENTS, list) != FQ_EVENTS / 2)
+			atomic_store(&fq.stop, 2); /* checked by the main thread */
+		atomic_fetch_add(&fq.queries, 1);
+	}
+	return NULL;
+}
+
+/* The child: reap what completed, finish what runs, clean everything up. */
+static int fq_child(void)
+{
+	static struct coffer_event *out[FQ_EVENTS];
+	int n;
+
+	alarm(10); /* a hang is a failure (SIGALRM), not a stuck test */
+	n = coffer_eq_poll(fq.eqh, 0, 0, FQ_EVENTS, out);
+	if (n != FQ_EVENTS / 2)
+		return 10;
+	if (coffer_eq_query(fq.eqh, COFFER_EQR_RUNNING, 0, NULL) != FQ_EVENTS / 2)
+		return 11;
+	for (int i = FQ_EVENTS / 2; i < FQ_EVENTS; i++)
+		coffer__event_complete(&fq.ev[i], -ENOTCONN);
+	if (coffer_eq_destroy(fq.eqh, COFFER_EQ_FORCE) != 0)
+		return 12;
+	for (int i = 0; i < FQ_EVENTS; i++)
+		if (coffer_event_fini(&fq.ev[i]) != 0)
+			return 13;
+	return 0;
+}
+
+static void test_fork_while_eq_locked(void **state)
+{
+	pthread_t qt[2];
+
+	(void)state;
+	memset(&fq, 0, sizeof(fq));
+	fq.eqh = new_eq();
+	for (int i = 0; i < FQ_EVENTS; i++) {
+		assert_int_equal(coffer_event_init(&fq.ev[i], fq.eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&fq.ev[i]), 0);
+		if (i < FQ_EVENTS / 2)
+			coffer__event_complete(&fq.ev[i], 0);
+	}
+	assert_int_equal(
+	    pthread_create(&qt[0], NULL, fq_querier, (void *)(uintptr_t)COFFER_EQR_COMPLETED), 0);
+	assert_int_equal(
+	    pthread_create(&qt[1], NULL, fq_querier, (void *)(uintptr_t)COFFER_EQR_RUNNING), 0);
+	for (int i = 0; i < FQ_FORKS; i++) {
+		int status = -1;
+		pid_t pid;
+
+		while (atomic_load(&fq.queries) < 2 * (i + 1))
+			sched_yield(); /* the queriers are at work */
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(fq_child());
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			atomic_store(&fq.stop, 1);
+			pthread_join(qt[0], NULL);
+			pthread_join(qt[1], NULL);
+			fail_msg("fork %d: child %s %d", i,
+				 WIFEXITED(status) ? "exited" : "killed by",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		}
+	}
+	assert_int_equal(atomic_exchange(&fq.stop, 1), 0);
+	pthread_join(qt[0], NULL);
+	pthread_join(qt[1], NULL);
+	for (int i = FQ_EVENTS / 2; i < FQ_EVENTS; i++)
+		coffer__event_complete(&fq.ev[i], 0);
+	assert_int_equal(coffer_eq_destroy(fq.eqh, COFFER_EQ_FORCE), 0);
+	for (int i = 0; i < FQ_EVENTS; i++)
+		assert_int_equal(coffer_event_fini(&fq.ev[i]), 0);
+}
+
+/*
+ * A fork child sleeping on an EQ it inherited must not take the wakeups of the parent's
+ * pollers of that EQ. Both processes' copies of the EQ had one eventfd file description:
+ * the child's sleeping poller, woken by the parent's completion, drained it before the
+ * parent's poller reached ppoll(), and that poller slept on with its event completed - for
+ * good when it waits without a timeout, since the parent's copy still says the fd was rung
+ * (only the first completion after a drain writes it). Staged: the parent's poller is held
+ * inside the hook's arm() (where the runtime's channel does real work) while another thread
+ * completes its event and the child wakes. A watchdog turns the hang into a failure.
+ */
+static struct fw_ctx {
+	pid_t parent;
+	struct coffer_event ev;
+	atomic_int arming;    /* the parent's poller is inside arm() */
+	atomic_int completed; /* the completer completed the event */
+	atomic_int done;      /* the parent's poll returned */
+	pid_t child;
+} fw;
+
+static int fw_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int fw_arm(void *arg)
+{
+	(void)arg;
+	if (getpid() != fw.parent)
+		return 0; /* the child sleeps at once */
+	atomic_store(&fw.arming, 1);
+	while (!atomic_load(&fw.completed))
+		sched_yield();
+	sleep_ms(100); /* the child, woken by the completion, drains the fd meanwhile */
+	return 0;
+}
+
+static void fw_disarm(void *arg)
+{
+	(void)arg;
+}
+
+static void *fw_completer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fw.arming))
+		sched_yield();
+	coffer__event_complete(&fw.ev, 0);
+	atomic_store(&fw.completed, 1);
+	return NULL;
+}
+
+static void *fw_watchdog(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000 && !atomic_load(&fw.done); i++)
+		sleep_ms(10);
+	if (!atomic_load(&fw.done)) {
+		fprintf(stderr, "test_fork_child_steals_no_wakeup: the parent's poll never woke\n");
+		kill(fw.child, SIGKILL);
+		_exit(1);
+	}
+	return NULL;
+}
+
+static void test_fork_child_steals_no_wakeup(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = fw_progress, .arm = fw_arm, .disarm = fw_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event *out[1];
+	pthread_t ct, wt;
+	int pfd[2], status;
+	char c;
+
+	(void)state;
+	memset(&fw, 0, sizeof(fw));
+	fw.parent = getpid();
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&fw.ev, eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&fw.ev), 0);
+	assert_int_equal(pipe(pfd), 0);
+	fw.child = fork();
+	assert_true(fw.child >= 0);
+	if (fw.child == 0) {
+		/* sleeps on its copy of the EQ until killed; the copy of the event stays
+		 * running here (nothing completes it in the child) */
+		alarm(20);
+		close(pfd[0]);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(2);
+		for (;;)
+			if (coffer_eq_poll(eqh, 0, 1000000, 1, out) != 0)
+				_exit(3);
+	}
+	close(pfd[1]); /* a child that dies makes the read return 0 */
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	sleep_ms(50); /* the child is asleep in its poll */
+	assert_int_equal(pthread_create(&wt, NULL, fw_watchdog, NULL), 0);
+	assert_int_equal(pthread_create(&ct, NULL, fw_completer, NULL), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, -1, 1, out), 1);
+	atomic_store(&fw.done, 1);
+	assert_ptr_equal(out[0], &fw.ev);
+	pthread_join(ct, NULL);
+	pthread_join(wt, NULL);
+	kill(fw.child, SIGKILL);
+	assert_int_equal(waitpid(fw.child, &status, 0), fw.child);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL); /* not its own exit */
+	assert_int_equal(coffer_event_fini(&fw.ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1155,6 +1381,8 @@ int main(void)
 	    T(test_detach_while_sleeping),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
+	    T(test_fork_while_eq_locked),
+	    T(test_fork_child_steals_no_wakeup),
 #undef T
 	};
 

@@ -20,6 +20,8 @@
  *    intact.
  *  - too-big: an object larger than the arena fails with -E2BIG at once, through the raw
  *    protocol and through libcoffer.
+ *  - client-fd-limit: a client at its own fd limit gets -EMFILE from an EQ's first request
+ *    (its channel's fds cannot be received), and the store keeps nothing of that channel.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -356,6 +358,97 @@ static void test_too_big(void **state)
 	stop();
 }
 
+/* ------------------------------------------------------------------ client fd limit */
+
+/* The lowest free descriptor number: fds are handed out lowest first, so a soft
+ * RLIMIT_NOFILE of this + 1 leaves room for exactly one more. */
+static int lowest_free_fd(void)
+{
+	int fd = dup(0);
+
+	assert_true(fd >= 0);
+	close(fd);
+	return fd;
+}
+
+/*
+ * The client at its own fd limit: an EQ's first request on a connection opens its channel,
+ * and the store's reply carries the channel's two fds, which the kernel cannot install.
+ * The request fails with -EMFILE (also when one of the two fds fit: it said -EPROTO then)
+ * - and the channel the store opened for it must not stay behind. It did: every such failure left
+ * one channel (3 fds and a ring) in the store until disconnect, and after 64 of them (the store's
+ * limit per connection) the connection could open no channel at all, with fds to spare again.
+ */
+static void test_client_fd_limit(void **state)
+{
+	struct coffer_store_info info;
+	struct rel_proc p0, p1;
+	struct rlimit old, low;
+	struct coffer_event ev, *done;
+	struct coffer_oid oid;
+	coffer_handle_t c, eq;
+	struct rc_conn a;
+	bool present;
+	int rc;
+
+	(void)state;
+	start("8M");
+	assert_int_equal(rc_connect(&a, g_store.sock), 0);
+	assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+	settle(&a, 2, &info);
+	assert_int_equal(rel_proc_sample(g_store.pid, &p0), 0);
+	rel_oid(&oid, 1);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* connect with room for nothing, the socket, or the socket and one or two of
+	 * HELLO_REPLY's three fds: -EMFILE (with some of them it was -EPROTO), and no fd of
+	 * ours is left */
+	for (int room = 0; room < 4; room++) {
+		coffer_handle_t c2;
+		int lowest = lowest_free_fd();
+
+		low = old;
+		low.rlim_cur = (rlim_t)lowest + (rlim_t)room;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		rc = coffer_connect(g_store.sock, &c2);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+		assert_int_equal(rc, -EMFILE);
+		assert_int_equal(lowest_free_fd(), lowest);
+	}
+	for (int i = 0; i < 600; i++) { /* more than the store's 512 channels per connection */
+		low = old;
+		/* room for the EQ's eventfd, not for the reply's ring fd (the kernel drops it) */
+		low.rlim_cur = (rlim_t)lowest_free_fd() + 1;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		rc = coffer_eq_create(&eq);
+		if (rc == 0) {
+			rc = coffer_event_init(&ev, eq, NULL);
+			if (rc == 0)
+				rc = coffer_obj_contains(c, &oid, &present, &ev);
+		}
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+		assert_int_equal(rc, -EMFILE);
+		assert_int_equal(coffer_event_fini(&ev), 0);
+		assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	}
+	/* nothing of those channels is left in the store */
+	assert_int_equal(rel_proc_sample(g_store.pid, &p1), 0);
+	assert_int_equal(p1.fds, p0.fds);
+	/* with fds to spare, the connection opens a channel again */
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_contains(c, &oid, &present, &ev), 0);
+	assert_int_equal(coffer_eq_poll(eq, 0, -1, 1, &done), 1);
+	assert_int_equal(ev.ev_error, 0);
+	assert_false(present);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	settle(&a, 1, &info);
+	assert_int_equal(info.used_bytes, 0);
+	rc_close(&a);
+	stop();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +456,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_teardown(test_fd_limit, teardown),
 	    cmocka_unit_test_teardown(test_pinned_full, teardown),
 	    cmocka_unit_test_teardown(test_too_big, teardown),
+	    cmocka_unit_test_teardown(test_client_fd_limit, teardown),
 	};
 
 	if (getenv("COFFER_STORE_EXE") == NULL) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -159,6 +160,58 @@ static void test_fd_passing(void **state)
 	close(p[1]);
 }
 
+/*
+ * A receiver at its fd limit: with room for none of the passed fds, or for some but not all
+ * (the kernel installs what fits and drops the rest), the answer is -EMFILE, nothing leaks,
+ * and coffer__recv_fds_kept() hands back the intact payload. With room for one of two fds
+ * it used to say -EMSGSIZE (it probed for a free slot after closing the fd it got), which
+ * the client reported as -EPROTO and took for a malformed reply.
+ */
+static void test_fd_passing_at_limit(void **state)
+{
+	int sv[2], p[2], fds[COFFER_MSG_FDS_MAX], before, lowest;
+	struct rlimit old, low;
+	unsigned int nfds;
+	char buf[64];
+	size_t kept;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(pipe(p), 0);
+	before = count_fds();
+	lowest = dup(0);
+	assert_true(lowest >= 0);
+	close(lowest); /* fds are handed out lowest first */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int room = 0; room < 2; room++) {
+		assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
+		low = old;
+		low.rlim_cur = (rlim_t)lowest + (rlim_t)room;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(
+		    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
+		    -EMFILE);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+		assert_int_equal(nfds, 0);
+		assert_int_equal(kept, 3);
+		assert_memory_equal(buf, "abc", 3);
+		assert_int_equal(count_fds(), before);
+	}
+	/* Not at the limit: the same message arrives whole, and kept says nothing. */
+	assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
+	assert_int_equal(coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
+			 3);
+	assert_int_equal(nfds, 2);
+	assert_int_equal(kept, 0);
+	close(fds[0]);
+	close(fds[1]);
+	close(sv[0]);
+	close(sv[1]);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void test_default_socket_path(void **state)
 {
 	char buf[108];
@@ -179,7 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_msg_check),		cmocka_unit_test(test_req_check),
 	    cmocka_unit_test(test_rep_check),		cmocka_unit_test(test_fd_passing),
-	    cmocka_unit_test(test_default_socket_path),
+	    cmocka_unit_test(test_fd_passing_at_limit), cmocka_unit_test(test_default_socket_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
