@@ -5,14 +5,8 @@
 # 1, 4, 16 and 64 threads; each run checks every byte it reads and that it leaked nothing.
 set -eu
 . "$(dirname "$0")/../tools/lib/store.sh"
-tmp=$(mktemp -d /tmp/coffer-kvcache.XXXXXX)
-trap 'coffer_store_stop; rm -rf "$tmp"' EXIT INT TERM
-coffer_store_start "$1" "$tmp/s.sock" "$tmp/store.log" -m 64M -q || {
-	cat "$tmp/store.log" >&2
-	echo "coffer-store did not start" >&2
-	exit 1
-}
+coffer_store_start_tmp "$1" 64M kvcache
 for threads in 1 4 16 64; do
 	# fewer operations per thread as threads grow: about the same total work
-	"$2" "$tmp/s.sock" "$threads" $((4000 / threads + 50)) $((threads > 16 ? threads : 16))
+	"$2" "$sock" "$threads" $((4000 / threads + 50)) $((threads > 16 ? threads : 16))
 done

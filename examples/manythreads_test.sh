@@ -8,24 +8,18 @@
 # bytes of unsealed objects and fds must come back to their baseline.
 set -eu
 . "$(dirname "$0")/../tools/lib/store.sh"
-tmp=$(mktemp -d /tmp/coffer-manythreads.XXXXXX)
-trap 'coffer_store_stop; rm -rf "$tmp"' EXIT INT TERM
-coffer_store_start "$1" "$tmp/s.sock" "$tmp/store.log" -m 64M -q || {
-	cat "$tmp/store.log" >&2
-	echo "coffer-store did not start" >&2
-	exit 1
-}
+coffer_store_start_tmp "$1" 64M manythreads
 stat_bin=$2
 stat_field() { # FIELD: one number from coffer-stat --json
-	"$stat_bin" -s "$tmp/s.sock" --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
+	"$stat_bin" -s "$sock" --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
 }
-"$3" "$tmp/s.sock" 300 1 20
-"$3" "$tmp/s.sock" 600 2 10
-"$3" "$tmp/s.sock" 1000 1 5
-"$3" "$tmp/s.sock" 8 1 20 50 1000
+"$3" "$sock" 300 1 20
+"$3" "$sock" 600 2 10
+"$3" "$sock" 1000 1 5
+"$3" "$sock" 8 1 20 50 1000
 fds0=$(ls "/proc/$store_pid/fd" | wc -l)
 used0=$(stat_field used_bytes)
-"$3" "$tmp/s.sock" 300 1 1000000 >/dev/null 2>&1 &
+"$3" "$sock" 300 1 1000000 >/dev/null 2>&1 &
 client=$!
 sleep 1
 kill -KILL "$client"

@@ -5,20 +5,7 @@
 #                               stops the store and removes $tmp at exit.
 # shellcheck source=../../tools/lib/store.sh
 . "$(dirname "$0")/../../tools/lib/store.sh"
-tmp=
-pid=
-store_cleanup() {
-	coffer_store_stop
-	[ -n "$tmp" ] && rm -rf "$tmp"
-}
 store_start() {
-	tmp=$(mktemp -d /tmp/coffer-client-sh.XXXXXX)
-	sock=$tmp/s.sock
-	trap store_cleanup EXIT INT TERM
-	coffer_store_start "$1" "$sock" "$tmp/store.log" -m "$2" -q || {
-		cat "$tmp/store.log" >&2
-		echo "coffer-store did not start" >&2
-		exit 1
-	}
+	coffer_store_start_tmp "$1" "$2" client-sh
 	pid=$store_pid
 }

@@ -7,6 +7,9 @@
 #       reports it).
 #   coffer_store_stop                        SIGTERM $store_pid if it still runs, wait for
 #       it (a clean stop removes its socket), and clear $store_pid.
+#   coffer_store_start_tmp BIN MEM NAME      for tests: start `BIN -m MEM -q` on $sock in
+#       a fresh directory $tmp (/tmp/coffer-NAME.XXXXXX), stop it and remove $tmp at exit;
+#       when it does not start, print its log and exit 1.
 store_pid=""
 
 coffer_store_start() {
@@ -29,4 +32,20 @@ coffer_store_stop() {
 		wait "$store_pid" 2>/dev/null
 	fi
 	store_pid=""
+}
+
+coffer_store_tmp_cleanup() {
+	coffer_store_stop
+	[ -n "${tmp:-}" ] && rm -rf "$tmp"
+}
+
+coffer_store_start_tmp() {
+	tmp=$(mktemp -d "/tmp/coffer-$3.XXXXXX")
+	sock=$tmp/s.sock
+	trap coffer_store_tmp_cleanup EXIT INT TERM
+	coffer_store_start "$1" "$sock" "$tmp/store.log" -m "$2" -q || {
+		cat "$tmp/store.log" >&2
+		echo "coffer-store did not start" >&2
+		exit 1
+	}
 }
