@@ -68,29 +68,33 @@ static int setup16(void **state)
 	return start_with(state, args);
 }
 
-/* As setup16, with the store's periodic sweep of every channel (a safety net that would
- * hide a lost doorbell for 100 ms) pushed out to an hour: a request the doorbell handshake
- * loses then hangs, and the test's 5 s bound fails. */
-static int setup16_nosweep(void **state)
+/* setup16 for a store started with @spin_us (NULL: the default) and no periodic sweep of
+ * every channel (an hour): the sweep is a safety net that would hide a lost doorbell for
+ * 100 ms; without it a request the doorbell handshake loses hangs, and the test's 5 s bound
+ * fails. */
+static int setup16_env(void **state, const char *spin_us)
 {
 	int rc;
 
 	setenv("COFFER_STORE_SWEEP_US", "3600000000", 1);
+	if (spin_us)
+		setenv("COFFER_STORE_SPIN_US", spin_us, 1);
 	rc = setup16(state);
 	unsetenv("COFFER_STORE_SWEEP_US");
+	unsetenv("COFFER_STORE_SPIN_US");
 	return rc;
+}
+
+static int setup16_nosweep(void **state)
+{
+	return setup16_env(state, NULL);
 }
 
 /* As setup16_nosweep, and the store never sleeps during a test: it spins for 1 s after
  * any activity (COFFER_STORE_SPIN_US). */
 static int setup16_awake(void **state)
 {
-	int rc;
-
-	setenv("COFFER_STORE_SPIN_US", "1000000", 1);
-	rc = setup16_nosweep(state);
-	unsetenv("COFFER_STORE_SPIN_US");
-	return rc;
+	return setup16_env(state, "1000000");
 }
 
 /* Exactly 1 MiB of ordinary memory: eviction and capacity tests count bytes. */
