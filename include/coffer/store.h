@@ -233,8 +233,10 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
  *    first call also returns -EMFILE when this process (or the store) has no fd to spare
  *    for the channel's descriptors; the store keeps nothing of the failed channel.
- *    A channel is freed when its EQ is destroyed (a hidden EQ when its thread exits).
- *    Programs with more concurrent EQs or blocking threads open more connections.
+ *    A destroyed EQ (a hidden EQ: its thread exited) gives its channel's slot back at
+ *    once; the channel itself (its ring, one fd in the store) is closed at the
+ *    connection's next channel open or at disconnect. Programs with more concurrent EQs
+ *    or blocking threads open more connections.
  */
 
 /**
