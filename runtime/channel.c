@@ -593,22 +593,6 @@ static bool chanv_store_here(const struct coffer__chanv *v)
 	return false;
 }
 
-/* Tells the store which CPU this poller spins on (rep.consumer_cpu = 1 + cpu, a hint: with
- * several pollers the last one wins): a store on the same CPU yields it after replying. */
-static void chanv_tell_cpu(const struct coffer__chanv *v)
-{
-	int cpu = sched_getcpu();
-	uint32_t val = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
-
-	for (unsigned int i = 0; v && i < v->n; i++) {
-		struct coffer__chan *ch = v->v[i];
-
-		if (!ch->forked &&
-		    __atomic_load_n(&ch->shm->rep.consumer_cpu, __ATOMIC_RELAXED) != val)
-			__atomic_store_n(&ch->shm->rep.consumer_cpu, val, __ATOMIC_RELAXED);
-	}
-}
-
 /* Spins up to the budget while requests are out and the store is awake; true when replies
  * arrived. */
 static bool chanv_spin(const struct coffer__chanv *v)
@@ -618,7 +602,6 @@ static bool chanv_spin(const struct coffer__chanv *v)
 	pthread_once(&g_spin_once, spin_once);
 	if (!g_spin_ns || !chanv_store_awake(v))
 		return false;
-	chanv_tell_cpu(v);
 	deadline = now_ns() + g_spin_ns;
 	for (unsigned int round = 1;; round++) {
 		for (int k = 0; k < 64; k++) {

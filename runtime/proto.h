@@ -42,10 +42,10 @@
  * about to sleep sets consumer_sleeping = 1, issues a full fence, and re-checks prod; a
  * producer that published issues a full fence, and if consumer_sleeping is set, writes the
  * consumer's doorbell (Dekker-style handshake, as in Linux's virtio used/avail event idea).
- * consumer_cpu (1 + the consumer's CPU, 0 = unknown) is a busy-polling hint only: a peer
- * spinning on the same CPU yields it (docs/protocol.md); nothing else depends on it. Since
- * v3 the request direction uses the connection's doorbell page instead (store_sleeping,
- * store_cpu, struct coffer_doorbell): the request rings' two fields stay 0.
+ * consumer_cpu is unused: clients leave it 0 and the store ignores it (docs/protocol.md,
+ * changelog). Since v3 the request direction uses the connection's doorbell page instead
+ * (store_sleeping, store_cpu, struct coffer_doorbell): the request rings' consumer_sleeping
+ * stays 0.
  *
  * Trust: the store keeps the ring size and mask in its own memory, copies every entry out
  * of shared memory before looking at it, validates every field, and treats nonsensical
@@ -159,7 +159,7 @@ struct coffer_ring_idx {
 	alignas(64) uint32_t prod;		/* written by the producer only */
 	alignas(64) uint32_t cons;		/* written by the consumer only */
 	alignas(64) uint32_t consumer_sleeping; /* written by the consumer only */
-	uint32_t consumer_cpu; /* consumer only: 1 + the CPU it runs on, 0 = unknown (a hint) */
+	uint32_t consumer_cpu; /* unused, 0 (was a CPU hint; protocol.md changelog) */
 };
 
 struct coffer_chan_shm {
@@ -190,8 +190,8 @@ struct coffer_chan_shm {
  * client gets served: the store polls every channel only every COFFER_DOORBELL_SWEEP_US
  * while awake, and a session's channels when its doorbell eventfd rang without a bit; bits
  * of channels a client does not have are ignored. store_cpu (1 + the CPU the store's loop
- * last ran on, 0 = unknown) is a hint for spinning clients, as consumer_cpu was per ring; the
- * request rings' consumer_sleeping and consumer_cpu are unused (0) since v3.
+ * last ran on, 0 = unknown) is a hint for spinning clients; the request rings'
+ * consumer_sleeping is unused (0) since v3.
  * (The bitmap is the "active queue" idea of NVMe/virtio shadow doorbells: tell the poller
  * where to look instead of letting it scan every queue.)
  */
