@@ -65,7 +65,8 @@ rc=0
 } >"$res/machine.txt" 2>&1
 run coffer-bench hash --threads "$threads" --seconds 1 --repeat 2 --csv "$res/$name.csv" \
 	>"$res/$name.txt" 2>&1 || rc=1
-run coffer-store -m 1G -s "$sock" >"$res/store.log" 2>&1 &
+# not through run(): $! must be the store itself, not a subshell that would outlive kill
+"$ld" --library-path "$here/lib" "$here/bin/coffer-store" -m 1G -s "$sock" >"$res/store.log" 2>&1 &
 spid=$!
 for _ in $(seq 100); do
 	grep -q 'coffer-store: ready' "$res/store.log" 2>/dev/null && break
