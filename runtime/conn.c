@@ -519,7 +519,15 @@ static int conn_read_env(struct coffer__conn *conn)
 	return 0;
 }
 
-static int conn_socket(const char *path, unsigned int timeout_ms)
+/*
+ * Opens @conn's socket to @path and connects it. The fd is in conn->sock from socket() on,
+ * set under coffer__client_lock (which fork-prepare takes): a fork at any moment of the
+ * connect finds it there, and the child closes it (test_fork_during_connect). Return: 0;
+ * -ENAMETOOLONG, -ECONNREFUSED (nothing listens there), -ETIMEDOUT (the listener did not
+ * take the connection within @timeout_ms: its backlog is full, the store is stopped or
+ * wedged; test_connect_backlog_full), -errno. On failure conn->sock is -1 again.
+ */
+static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int timeout_ms)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
@@ -527,25 +535,34 @@ static int conn_socket(const char *path, unsigned int timeout_ms)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
+	pthread_mutex_lock(&coffer__client_lock);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	conn->sock = fd;
+	pthread_mutex_unlock(&coffer__client_lock);
 	if (fd < 0)
 		return -errno;
-	do
-		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0) {
-		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
-		close(fd);
-		return rc;
-	}
-	/* Control answers are bounded in time: a stopped store or a socket that is not a
-	 * coffer-store makes connect (and later control calls) fail with -ETIMEDOUT. */
+	/* Every step is bounded in time, the connect too: on a Unix socket it waits for room
+	 * in the listener's backlog for as long as SO_SNDTIMEO allows (for ever unset), then
+	 * fails with EAGAIN. Control answers time out alike: a stopped store or a socket that
+	 * is not a coffer-store makes connect and later control calls fail with -ETIMEDOUT. */
 	rc = coffer__sock_set_timeout(fd, timeout_ms);
+	if (rc == 0) {
+		do
+			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		while (rc < 0 && errno == EINTR);
+		if (rc < 0)
+			rc = errno == ENOENT   ? -ECONNREFUSED
+			     : errno == EAGAIN ? -ETIMEDOUT
+					       : -errno;
+	}
 	if (rc < 0) {
+		pthread_mutex_lock(&coffer__client_lock);
+		conn->sock = -1; /* before the close: a child must not close a reused number */
+		pthread_mutex_unlock(&coffer__client_lock);
 		close(fd);
 		return rc;
 	}
-	return fd;
+	return 0;
 }
 
 static int conn_start_monitor(struct coffer__conn *conn)
@@ -581,7 +598,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	char defpath[108];
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
-	int fd, hello_fds[3] = {-1, -1, -1}, arena_fd, rc;
+	int hello_fds[3] = {-1, -1, -1}, arena_fd, rc;
 
 	if (!connh)
 		return -EINVAL;
@@ -614,12 +631,9 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	g_connecting = conn;
 	pthread_mutex_unlock(&coffer__client_lock);
 
-	fd = conn_socket(path, conn->store_timeout_ms);
-	if (fd < 0) {
-		rc = fd;
+	rc = conn_socket(conn, path, conn->store_timeout_ms);
+	if (rc < 0)
 		goto err_free;
-	}
-	conn->sock = fd;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
 			      sizeof(hello), hello_fds, 3);
 	if (rc < 0)

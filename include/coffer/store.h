@@ -106,7 +106,8 @@ struct coffer_store_info {
  * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply or an
  * arena that cannot be mapped safely);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
- * default 10 s: a stopped store, or a socket that is not a coffer-store); -ENOMEM; other -errno
+ * default 10 s: a stopped store, or a socket that is not a coffer-store; or the store took
+ * no new connection within that time, its listen backlog full); -ENOMEM; other -errno
  * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
  * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
  * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events

@@ -1532,6 +1532,77 @@ static void test_fork_during_connect(void **state)
 }
 
 /*
+ * coffer_connect() to a store that does not accept: its listen backlog is full (a store
+ * stopped with SIGSTOP, or wedged, under a burst of connects). connect() on a Unix socket
+ * then blocks until the listener takes a connection, for ever unless the socket has a send
+ * timeout; the connect must fail with -ETIMEDOUT after COFFER_STORE_TIMEOUT_MS like every
+ * other control step. Found hanging for ever. A watchdog turns the hang into a failure.
+ */
+struct bl_arg {
+	const char *path;
+	int rc;
+	int done; /* atomic: set when coffer_connect() returned */
+};
+
+static void *bl_connect(void *arg)
+{
+	struct bl_arg *a = arg;
+	coffer_handle_t c;
+
+	a->rc = coffer_connect(a->path, &c);
+	if (a->rc == 0)
+		coffer_disconnect(c);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_connect_backlog_full(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct bl_arg a = {.rc = 1};
+	int lfd, fill[64], nfill = 0, waited = 0;
+	pthread_t th;
+
+	assert_true(strlen(t->store.dir) + 8 < sizeof(sa.sun_path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/full.s", t->store.dir);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* fill the backlog: non-blocking connects until the listener refuses more */
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		assert_true(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		assert_true(nfill < 64);
+		fill[nfill++] = fd;
+	}
+	setenv("COFFER_STORE_TIMEOUT_MS", "300", 1);
+	a.path = sa.sun_path;
+	assert_int_equal(pthread_create(&th, NULL, bl_connect, &a), 0);
+	while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) && waited < 10000) {
+		usleep(10 * 1000);
+		waited += 10;
+	}
+	unsetenv("COFFER_STORE_TIMEOUT_MS");
+	if (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE))
+		fail_msg("coffer_connect() still blocked after 10 s on a full backlog");
+	pthread_join(th, NULL);
+	assert_int_equal(a.rc, -ETIMEDOUT);
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(lfd);
+	unlink(sa.sun_path);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -2562,6 +2633,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_while_conn_freed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
