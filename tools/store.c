@@ -941,6 +941,27 @@ static void reap(struct store *st)
 	}
 }
 
+/* True when the peer of @fd had @gid among its supplementary groups when it connected
+ * (SO_PEERGROUPS, Linux 4.13). */
+static bool peer_in_group(int fd, gid_t gid)
+{
+	gid_t small[64], *g = small;
+	socklen_t len = sizeof(small);
+	bool in = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) != 0) {
+		if (errno != ERANGE || (g = malloc(len)) == NULL) /* len: the size needed */
+			return false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) != 0)
+			len = 0;
+	}
+	for (size_t i = 0; i < len / sizeof(*g) && !in; i++)
+		in = g[i] == gid;
+	if (g != small)
+		free(g);
+	return in;
+}
+
 static int peer_allowed(struct store *st, int fd, struct ucred *uc)
 {
 	socklen_t len = sizeof(*uc);
@@ -949,8 +970,11 @@ static int peer_allowed(struct store *st, int fd, struct ucred *uc)
 		return 0;
 	if (uc->uid == geteuid())
 		return 1;
-	/* Group access is granted by giving the socket group permissions. */
-	return (st->cfg->socket_mode & 0070) != 0 && uc->gid == getegid();
+	/* Group access is granted by giving the socket group permissions; a member of the
+	 * store's group is admitted whether it is the client's primary group or one of its
+	 * supplementary groups, as the file system admits it to the socket. */
+	return (st->cfg->socket_mode & 0070) != 0 &&
+	       (uc->gid == getegid() || peer_in_group(fd, getegid()));
 }
 
 static void do_accept(struct store *st)
@@ -997,9 +1021,13 @@ static void do_accept(struct store *st)
 		}
 		if (!peer_allowed(st, fd, &uc)) {
 			COFFER_LOG_RL(COFFER_LOG_WARN,
-				      "refused client pid %d uid %u: not the store's user",
-				      (int)uc.pid, (unsigned int)uc.uid);
-			send_error_now(fd, -EACCES, "not the store's user (see --socket-mode)");
+				      "refused client pid %d uid %u gid %u: not the store's user%s",
+				      (int)uc.pid, (unsigned int)uc.uid, (unsigned int)uc.gid,
+				      st->cfg->socket_mode & 0070
+					  ? " nor in its group"
+					  : " (--socket-mode admits no group)");
+			send_error_now(fd, -EACCES,
+				       "not the store's user or group (see --socket-mode)");
 			close(fd);
 			continue;
 		}

@@ -7,8 +7,8 @@
  *    opened up by root (so that only the store's own check stands), a client running as
  *    uid/gid 65534 gets one ERROR -EACCES and is closed, without the arena fd, on a 0600
  *    store (and coffer_connect() returns -EACCES); on a --socket-mode=0660 store a
- *    uid-65534 client of the store's group is served, and one of another group is still
- *    refused.
+ *    uid-65534 client of the store's group (primary or supplementary) is served, and one of
+ *    another group is still refused.
  *  - holds-only: a client can seal, abort or release only what it holds, on the socket
  *    and through a ring (-EPERM / -ENOENT), and its failed attempts change nothing for the
  *    holders (a deferred delete still waits for the real holder's release).
@@ -87,7 +87,7 @@ static void test_socket_mode(void **state)
  * (HELLO_REPLY with the arena fd), 3 could not switch, 2 or 4..6 something else (each exit
  * names the step that went wrong).
  */
-static int as_other(uid_t uid, gid_t gid)
+static int as_other_groups(uid_t uid, gid_t gid, size_t ngroups, const gid_t *groups)
 {
 	pid_t pid = fork();
 	int status;
@@ -100,7 +100,7 @@ static int as_other(uid_t uid, gid_t gid)
 		struct rc_conn c;
 		long n;
 
-		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+		if (setgroups(ngroups, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
 			_exit(3);
 		if (rc_connect_raw(&c, g_store.sock) != 0)
 			_exit(2); /* the file system let us in: connect itself must work */
@@ -131,6 +131,12 @@ static int as_other(uid_t uid, gid_t gid)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
+}
+
+/* as_other_groups() without supplementary groups */
+static int as_other(uid_t uid, gid_t gid)
+{
+	return as_other_groups(uid, gid, 0, NULL);
 }
 
 static void open_up_path(void)
@@ -168,6 +174,10 @@ static void test_other_uid(void **state)
 	open_up_path();
 	assert_int_equal(as_other(65534, getegid()), 1);
 	assert_int_equal(as_other(65534, 65534), 0);
+	/* A member of the store's group through a supplementary group (usermod -aG) passes
+	 * the socket's group bits, so the store admits it too (found refused by a new user). */
+	assert_int_equal(as_other_groups(65534, 65534, 1, (gid_t[]){getegid()}), 1);
+	assert_int_equal(as_other_groups(65534, 65534, 1, (gid_t[]){65533}), 0);
 	stop();
 }
 
