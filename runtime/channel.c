@@ -436,7 +436,7 @@ static int chan_reap(struct coffer__chan *ch)
 			break;
 	}
 	if (violation)
-		coffer__conn_fail(ch->conn, -ENOTCONN);
+		coffer__conn_fail(ch->conn);
 	return (int)total;
 }
 

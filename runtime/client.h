@@ -218,8 +218,11 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		     int send_fd, uint16_t reply_type, void *rbody, uint32_t rlen, int *fds,
 		     unsigned int nfds);
 
-/* Marks @conn dead with @err and completes everything pending on it (idempotent). */
-void coffer__conn_fail(struct coffer__conn *conn, int err);
+/* Marks @conn dead and completes everything pending on it with -ENOTCONN (idempotent). Every
+ * later call on it gets -ENOTCONN, whatever killed it; only the call that found the cause
+ * (a control exchange or blocking call that timed out: -ETIMEDOUT; a malformed reply:
+ * -EPROTO) reports the cause itself. */
+void coffer__conn_fail(struct coffer__conn *conn);
 
 /*
  * Destroys the calling thread's hidden EQ of blocking calls now rather than at thread exit

@@ -332,7 +332,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			 * late answer would be taken for the next request's, so the connection is
 			 * failed rather than reused. */
 			rc = -ETIMEDOUT;
-			coffer__conn_fail(conn, rc);
+			coffer__conn_fail(conn);
 			goto out;
 		}
 		if (n < 0) {
@@ -390,14 +390,14 @@ static void conn_poke(struct coffer__conn *conn)
 	while (r < 0 && errno == EINTR);
 }
 
-void coffer__conn_fail(struct coffer__conn *conn, int err)
+void coffer__conn_fail(struct coffer__conn *conn)
 {
 	int zero = 0;
 
 	/* Relaxed: the monitor re-reads dead after its eventfd wakeup (the eventfd
 	 * write/read orders it), and channels order failure with their own locks. */
-	if (atomic_compare_exchange_strong_explicit(&conn->dead, &zero, err, memory_order_relaxed,
-						    memory_order_relaxed))
+	if (atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN,
+						    memory_order_relaxed, memory_order_relaxed))
 		conn_poke(conn);
 }
 
@@ -420,7 +420,7 @@ static void conn_probe(struct coffer__conn *conn, uint64_t *last, bool *have_las
 		rc = coffer__conn_ctl(conn, COFFER_MSG_QUERY, NULL, 0, -1, COFFER_MSG_QUERY_REPLY,
 				      &info, sizeof(info), NULL, 0);
 		if (rc == -ENOTCONN || rc == -EPROTO)
-			coffer__conn_fail(conn, rc);
+			coffer__conn_fail(conn);
 	}
 	*last = taken;
 	*have_last = waiting;
@@ -456,7 +456,7 @@ static void *conn_monitor(void *arg)
 				break;
 		}
 		if (!failed && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
-			coffer__conn_fail(conn, -ENOTCONN);
+			coffer__conn_fail(conn);
 		dead = atomic_load_explicit(&conn->dead, memory_order_relaxed);
 		if (dead && !failed) {
 			failed = true;

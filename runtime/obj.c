@@ -435,8 +435,8 @@ static uint64_t obj_store_timeout_us(coffer_handle_t connh)
 	return ms * 1000;
 }
 
-/* The store did not answer in time: fail the connection with -ETIMEDOUT (its monitor then
- * completes every pending event with an error). */
+/* The store did not answer in time: fail the connection (its monitor then completes every
+ * pending event with -ENOTCONN; the blocking call that gave up says -ETIMEDOUT). */
 static void obj_conn_give_up(coffer_handle_t connh)
 {
 	struct coffer__conn *conn;
@@ -444,7 +444,7 @@ static void obj_conn_give_up(coffer_handle_t connh)
 	coffer__rcu_read_lock();
 	conn = coffer__conn_lookup_rcu(connh);
 	if (conn)
-		coffer__conn_fail(conn, -ETIMEDOUT);
+		coffer__conn_fail(conn);
 	coffer__rcu_read_unlock();
 }
 
@@ -491,8 +491,8 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	 * never answers (stopped with SIGSTOP, wedged). A live store answers every request
 	 * within its own timeout (0 for everything but a get), so past that plus the store
 	 * timeout (COFFER_STORE_TIMEOUT_MS) the connection is failed: every pending event on
-	 * it, ours included, completes with an error (-ETIMEDOUT) and the connection is dead
-	 * from then on. A get that waits forever (timeout < 0) is bounded only by the
+	 * it completes with -ENOTCONN, this call returns -ETIMEDOUT, and every later call on
+	 * the connection -ENOTCONN. A get that waits forever (timeout < 0) is bounded only by the
 	 * connection monitor's liveness probe (conn.c), which fails the connection when a
 	 * stopped store does not answer it. */
 	int64_t own_us = obj_longest_wait_us(reqs, n);
@@ -517,6 +517,9 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 			gave_up = true;
 		}
 	}
+	/* Our event completed because we gave up on the store: say why. */
+	if (gave_up && c->ev.ev_error == -ENOTCONN)
+		return -ETIMEDOUT;
 	return c->ev.ev_error;
 }
 

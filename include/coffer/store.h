@@ -10,8 +10,8 @@
  *
  * Every object operation takes an optional event: ev == NULL blocks until the store answered
  * (a store that is alive but silent for the request's own timeout plus the store timeout -
- * stopped, wedged - is treated as dead: the call fails with -ETIMEDOUT or -ENOTCONN and so
- * does every later call on that connection);
+ * stopped, wedged - is treated as dead: the call fails with -ETIMEDOUT, and every later call
+ * on that connection with -ENOTCONN);
  * with an event the call returns at once and the result lands in ev->ev_error when the event
  * completes on its EQ (coffer_eq_poll or coffer_event_test). Outputs (pointers, sizes) are
  * written where the call said before the event completes; they must stay valid until then.
