@@ -600,7 +600,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	struct coffer_hello_reply hello = {0};
 	int hello_fds[3] = {-1, -1, -1}, arena_fd, rc;
 
-	if (!connh)
+	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
 	if (!path) {
 		rc = coffer__default_socket_path(defpath, sizeof(defpath));

@@ -99,8 +99,8 @@ struct coffer_store_info {
  * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect),
  * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
- * Return: 0; -EINVAL (@connh NULL, or one of those variables set to anything but a decimal
- * number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
+ * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
+ * decimal number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store, or this process, is out of file descriptors; retry later);
  * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply or an

@@ -376,6 +376,7 @@ static void test_invalid_args(void **state)
 
 	make_oid(&oid, 2, 1);
 	assert_int_equal(coffer_connect(t->store.sock, NULL), -EINVAL);
+	assert_int_equal(coffer_connect("", &c), -EINVAL); /* was -ECONNREFUSED: abstract "\0" */
 	assert_int_equal(coffer_connect("/nonexistent/coffer.sock", &c), -ECONNREFUSED);
 	/* a bad environment override is refused, not replaced by the default */
 	{
