@@ -394,10 +394,15 @@ COFFER_API int coffer_event_test(struct coffer_event *ev, int64_t timeout_us, bo
 		} else {
 			coffer__eq_sleep(ep->ep_eq, timeout_us > 0 ? &deadline : NULL, test_wake,
 					 ep);
-			/* We may have drained a wake-up meant for a poller of other events: pass
-			 * it on (seq_cst: as a reaper's re-ring check, see eq.c). */
-			if (coffer__eqw_completed(atomic_load_explicit(&ep->ep_eq->eq_word,
-								       memory_order_seq_cst)) > 0)
+			/* We may have drained a wake-up meant for a poller of other events, or
+			 * the one coffer_eq_destroy() gives the EQ's pollers (CLOSING): pass it on
+			 * (seq_cst: as a reaper's re-ring check, see eq.c). Without CLOSING here a
+			 * poller whose ppoll() found the token drained by us slept on forever
+			 * beside a destroyed EQ (test_eq: the poller beside event_test). */
+			uint64_t word =
+			    atomic_load_explicit(&ep->ep_eq->eq_word, memory_order_seq_cst);
+
+			if (coffer__eqw_completed(word) > 0 || (word & COFFER__EQW_CLOSING))
 				coffer__eq_wake_sleepers(ep->ep_eq);
 		}
 	}

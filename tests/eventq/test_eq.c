@@ -1357,6 +1357,90 @@ static void test_fork_child_steals_no_wakeup(void **state)
 	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
 }
 
+/*
+ * A force destroy wakes a poller even when a coffer_event_test() sleeper of the same EQ
+ * drains the wake-up first. The EQ's eventfd is one token for all its sleepers, and a
+ * woken ppoll() that finds it drained sleeps on: every sleeper that drains must pass on
+ * what it did not use. event_test() passed on completions only, not the destroy's CLOSING,
+ * so a poller could sleep forever beside a destroyed EQ (found by
+ * tests/reliability/misuse_test.c under TSan). All threads here share one CPU, so the order
+ * in which the scheduler runs the woken sleepers decides: destroy's final ring, then the
+ * tester drains, then the poller re-checks (about one round in six before the fix).
+ */
+struct bt_arg {
+	coffer_handle_t eqh;
+	struct coffer_event *ev;
+	int rc;
+	bool done;
+};
+
+static void *bt_poller(void *arg)
+{
+	struct bt_arg *a = arg;
+	struct coffer_event *evs[1];
+
+	a->rc = coffer_eq_poll(a->eqh, 0, -1, 1, evs);
+	return NULL;
+}
+
+static void *bt_tester(void *arg)
+{
+	struct bt_arg *a = arg;
+
+	a->rc = coffer_event_test(a->ev, -1, &a->done);
+	return NULL;
+}
+
+static void *bt_completer(void *arg)
+{
+	struct bt_arg *a = arg;
+
+	sleep_ms(2);
+	coffer__event_complete(a->ev, 0);
+	return NULL;
+}
+
+static void test_destroy_wakes_poller_beside_event_test(void **state)
+{
+	cpu_set_t one, old;
+
+	(void)state;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+	for (int round = 0; round < 100; round++) {
+		struct coffer_event ev;
+		struct bt_arg p = {.rc = 1}, t = {.rc = 1}, c = {0};
+		pthread_t pt, tt, ct;
+		struct timespec until;
+		int rc;
+
+		p.eqh = t.eqh = c.eqh = new_eq();
+		assert_int_equal(coffer_event_init(&ev, p.eqh, NULL), 0);
+		assert_int_equal(coffer__event_launch(&ev), 0);
+		t.ev = c.ev = &ev;
+		/* threads inherit the one-CPU affinity */
+		assert_int_equal(pthread_create(&pt, NULL, bt_poller, &p), 0);
+		assert_int_equal(pthread_create(&tt, NULL, bt_tester, &t), 0);
+		sleep_ms(1); /* both asleep on the EQ's eventfd */
+		assert_int_equal(pthread_create(&ct, NULL, bt_completer, &c), 0);
+		assert_int_equal(coffer_eq_destroy(p.eqh, COFFER_EQ_FORCE), 0);
+		pthread_join(ct, NULL);
+		pthread_join(tt, NULL);
+		assert_int_equal(t.rc, 0);
+		assert_true(t.done);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 5; /* a hang guard: the poller wakes at once */
+		rc = pthread_timedjoin_np(pt, NULL, &until);
+		if (rc != 0)
+			fail_msg("round %d: a poller slept on beside a destroyed EQ", round);
+		assert_int_equal(p.rc, -ENOENT);
+		assert_int_equal(coffer_event_fini(&ev), 0);
+	}
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1372,6 +1456,7 @@ int main(void)
 	    T(test_destroy_busy),
 	    T(test_destroy_force),
 	    T(test_destroy_wakes_pollers),
+	    T(test_destroy_wakes_poller_beside_event_test),
 	    T(test_query),
 	    T(test_parent_children),
 	    T(test_barrier),
