@@ -150,7 +150,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh);
  * store's doorbell is rung only if the store sleeps.
  *
  * Return: 0; -ENOENT (no such connection, or not a connection handle); -EINVAL (runtime
- * not initialised); -ENOTCONN (the store is gone).
+ * not initialised); -ENOTCONN (the store is gone, or the connection was given up on: a
+ * call timed out or the store broke the protocol).
  * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
  */
 COFFER_API int coffer_flush(coffer_handle_t connh);
@@ -162,7 +163,9 @@ COFFER_API int coffer_flush(coffer_handle_t connh);
  *        protocol version.
  *
  * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
- * such connection); -ENOTCONN (store gone); -EPROTO (malformed reply).
+ * such connection); -ENOTCONN (store gone, or the connection was given up on earlier);
+ * -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS: a stopped store; the connection
+ * is given up on); -EPROTO (malformed reply).
  * Context: any thread; one round trip on the control socket (takes its mutex).
  */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info);

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/reliability/misuse_test.c - the public API misused and raced across threads.
+ *
+ * Every documented error code in include/coffer/ (the headers) must be what comes back, and nothing
+ * may crash or hang: handles of the wrong type, closed twice or from two threads at once,
+ * NULL out-pointers, zero and huge sizes, an EQ destroyed while other threads poll and
+ * submit on it, blocking calls racing coffer_disconnect(), coffer_flush() on a dead
+ * connection. Every wait has a hang guard (a watchdog that fails the test), never a timed
+ * assertion.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <coffer/coffer.h>
+
+#include "tests/reliability/relcommon.h"
+#include "tests/store/rawclient.h"
+
+#define HANG_MS 10000
+
+static struct rc_store g_store;
+
+/* ---- hang guard ----------------------------------------------------------------------- */
+
+static _Atomic long g_guard_until; /* 0: off */
+static _Atomic(const char *) g_guard_what;
+static pthread_t g_guard_th;
+static atomic_bool g_guard_stop;
+
+static void *guard_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_guard_stop)) {
+		long until = atomic_load(&g_guard_until);
+
+		if (until != 0 && rel_now_ms() > until) {
+			fprintf(stderr, "misuse_test: hang in '%s'\n", atomic_load(&g_guard_what));
+			if (getenv("COFFER_TEST_HANG_GDB") != NULL) { /* by hand: every stack */
+				char cmd[128];
+
+				snprintf(cmd, sizeof(cmd),
+					 "gdb -p %d -batch -ex 'thread apply all bt' 1>&2",
+					 (int)getpid());
+				(void)!system(cmd);
+			}
+			if (g_store.pid > 0)
+				kill(g_store.pid, SIGKILL);
+			_exit(1);
+		}
+		rel_sleep_us(50000);
+	}
+	return NULL;
+}
+
+static void guard(const char *what)
+{
+	atomic_store(&g_guard_what, what);
+	atomic_store(&g_guard_until, rel_now_ms() + HANG_MS);
+}
+
+static void unguard(void)
+{
+	atomic_store(&g_guard_until, 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	assert_int_equal(rc_store_start(&g_store, (const char *[]){"-m", "16M", NULL}), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unguard();
+	if (g_store.pid > 0) {
+		kill(g_store.pid, SIGCONT); /* a test that failed while it was stopped */
+		assert_int_equal(rc_store_stop(&g_store), 0);
+	}
+	memset(&g_store, 0, sizeof(g_store));
+	return 0;
+}
+
+/* ---- documented error codes ----------------------------------------------------------- */
+
+static void test_error_codes(void **state)
+{
+	coffer_handle_t c, eqh, oh, gone_c, gone_oh;
+	struct coffer_store_info info;
+	struct coffer_obj_buf bufs[2];
+	struct coffer_oid oid;
+	struct coffer_event ev;
+	const void *rd;
+	bool has;
+	void *wr;
+
+	(void)state;
+	guard("error codes");
+	rel_oid(&oid, 1);
+	assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eqh), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+
+	/* handles of the wrong type */
+	assert_int_equal(coffer_disconnect(eqh), -EINVAL);
+	assert_int_equal(coffer_disconnect(oh), -EINVAL);
+	assert_int_equal(coffer_disconnect(COFFER_HANDLE_NULL), -EINVAL);
+	assert_int_equal(coffer_flush(eqh), -ENOENT);
+	assert_int_equal(coffer_store_query(eqh, &info), -EINVAL);
+	assert_int_equal(coffer_store_query(c, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_open(eqh, &oid, 0, &oh), -EINVAL);
+	assert_int_equal(coffer_obj_close(c), -EINVAL);
+	assert_int_equal(coffer_obj_close(eqh), -EINVAL);
+	assert_int_equal(coffer_obj_seal(c, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get(eqh, 0, &rd, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(oh, &oid, 1, 0, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_contains(eqh, &oid, &has, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(c, 0), -EINVAL);
+	assert_int_equal(coffer_eq_poll(oh, 0, 0, 1, (struct coffer_event *[1]){NULL}), -EINVAL);
+	assert_int_equal(coffer_event_init(&ev, c, NULL), -EINVAL);
+
+	/* NULL out-pointers and bad counts */
+	assert_int_equal(coffer_obj_open(c, NULL, 0, &oh), -EINVAL);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_open(c, &oid, 1, &oh), -EINVAL);
+	assert_int_equal(coffer_obj_create(oh, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create(oh, 1, 0x80, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_seal(oh, 0x80, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get(oh, 0, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_create_oid(c, NULL, 1, 0, &wr, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid(c, NULL, 0, &rd, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_contains(c, &oid, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_contains(c, NULL, &has, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_delete(c, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid(c, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_data(c, &oid, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, NULL, 1, 0, bufs, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 0, 0, bufs, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, COFFER_GET_BULK_MAX + 1, 0, bufs, NULL),
+			 -EINVAL);
+	assert_int_equal(coffer_obj_get_oid_vec(c, NULL, 1, 0), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, NULL, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_release_oid_bulk(c, &oid, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 0, (struct coffer_event *[1]){NULL}), -EINVAL);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_query(eqh, 0, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_eq_destroy(eqh, 0x80), -EINVAL);
+	assert_int_equal(coffer_event_init(NULL, eqh, NULL), -EINVAL);
+	assert_int_equal(coffer_event_test(NULL, 0, &has), -EINVAL);
+	assert_int_equal(coffer_eq_create(NULL), -EINVAL);
+	assert_int_equal(coffer_connect(g_store.sock, NULL), -EINVAL);
+
+	/* sizes: zero is an object, too big is -E2BIG, not an overflow */
+	assert_int_equal(coffer_obj_create(oh, 0, 0, &wr, NULL), 0);
+	assert_int_equal(coffer_obj_seal(oh, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), 0);
+	assert_int_equal(coffer_obj_release(oh, NULL), 0);
+	assert_int_equal(coffer_obj_delete(c, &oid, NULL), 0);
+	rel_oid(&oid, 2);
+	assert_int_equal(coffer_obj_create_oid(c, &oid, UINT64_MAX, 0, &wr, NULL), -E2BIG);
+	assert_int_equal(coffer_obj_create_oid(c, &oid, UINT64_MAX / 2 + 1, 0, &wr, NULL), -E2BIG);
+	assert_int_equal(coffer_obj_create_oid(c, &oid, (uint64_t)32 << 20, 0, &wr, NULL), -E2BIG);
+	assert_int_equal(coffer_obj_seal_oid(c, &oid, 0, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_abort_oid(c, &oid, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_release_oid(c, &oid, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_delete(c, &oid, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rd, NULL, NULL), -ENOENT);
+
+	/* closed twice */
+	gone_oh = oh;
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_obj_close(gone_oh), -ENOENT);
+	assert_int_equal(coffer_obj_seal(gone_oh, 0, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_get(gone_oh, 0, &rd, NULL, NULL), -ENOENT);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), -ENOENT);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, (struct coffer_event *[1]){NULL}), -ENOENT);
+	assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_ALL, 0, NULL), -ENOENT);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), -ENOENT);
+
+	/* a disconnected connection */
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	gone_c = c;
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_disconnect(gone_c), -ENOENT);
+	assert_int_equal(coffer_flush(gone_c), -ENOENT);
+	assert_int_equal(coffer_store_query(gone_c, &info), -ENOENT);
+	assert_int_equal(coffer_obj_open(gone_c, &oid, 0, &gone_oh), -ENOENT);
+	assert_int_equal(coffer_obj_create_oid(gone_c, &oid, 1, 0, &wr, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_create(oh, 1, 0, &wr, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_bulk(gone_c, &oid, 1, 0, bufs, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	unguard();
+}
+
+/* ---- races ---------------------------------------------------------------------------- */
+
+struct race {
+	coffer_handle_t c, eqh, oh;
+	atomic_int go;
+	atomic_bool stop;
+	int rc[2];
+	long n;
+};
+
+static void *close_oh(void *arg)
+{
+	struct race *r = arg;
+	int me = atomic_fetch_add(&r->go, 1);
+
+	while (atomic_load(&r->go) < 2)
+		;
+	r->rc[me] = coffer_obj_close(r->oh);
+	return NULL;
+}
+
+static void *disconnect_c(void *arg)
+{
+	struct race *r = arg;
+	int me = atomic_fetch_add(&r->go, 1);
+
+	while (atomic_load(&r->go) < 2)
+		;
+	r->rc[me] = coffer_disconnect(r->c);
+	return NULL;
+}
+
+/* Two threads close one object handle, or disconnect one connection: one 0, one -ENOENT. */
+static void test_close_twice_from_two_threads(void **state)
+{
+	(void)state;
+	guard("close twice from two threads");
+	for (int i = 0; i < 200; i++) {
+		struct race r = {0};
+		struct coffer_oid oid;
+		pthread_t a, b;
+
+		rel_oid(&oid, (uint64_t)i);
+		assert_int_equal(coffer_connect(g_store.sock, &r.c), 0);
+		assert_int_equal(coffer_obj_open(r.c, &oid, 0, &r.oh), 0);
+		assert_int_equal(pthread_create(&a, NULL, close_oh, &r), 0);
+		assert_int_equal(pthread_create(&b, NULL, close_oh, &r), 0);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		assert_true((r.rc[0] == 0 && r.rc[1] == -ENOENT) ||
+			    (r.rc[1] == 0 && r.rc[0] == -ENOENT));
+		atomic_store(&r.go, 0);
+		assert_int_equal(pthread_create(&a, NULL, disconnect_c, &r), 0);
+		assert_int_equal(pthread_create(&b, NULL, disconnect_c, &r), 0);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		assert_true((r.rc[0] == 0 && r.rc[1] == -ENOENT) ||
+			    (r.rc[1] == 0 && r.rc[0] == -ENOENT));
+	}
+	unguard();
+}
+
+static void *poll_forever(void *arg)
+{
+	struct race *r = arg;
+	struct coffer_event *got;
+
+	atomic_fetch_add(&r->go, 1);
+	r->rc[0] = coffer_eq_poll(r->eqh, 0, -1, 1, &got);
+	return NULL;
+}
+
+static void *submit_loop(void *arg)
+{
+	struct race *r = arg;
+	struct coffer_event ev[8];
+	bool has[8]; /* outputs: valid until the events complete, after the loop too */
+	int inited = 0, rc = 0;
+
+	atomic_fetch_add(&r->go, 1);
+	for (int i = 0; i < 8; i++) {
+		rc = coffer_event_init(&ev[i], r->eqh, NULL);
+		if (rc != 0)
+			break;
+		inited++;
+	}
+	while (rc == 0 && inited == 8 && !atomic_load(&r->stop)) {
+		struct coffer_event *got[8];
+		struct coffer_oid oid;
+
+		for (int i = 0; i < 8 && rc == 0; i++) {
+			rel_oid(&oid, (uint64_t)i);
+			rc = coffer_obj_contains(r->c, &oid, &has[i], &ev[i]);
+			if (rc == 0)
+				r->n++;
+		}
+		/* poll back what was launched; the EQ may vanish meanwhile */
+		for (int left = 8; left > 0 && rc == 0;) {
+			int k = coffer_eq_poll(r->eqh, 0, -1, 8, got);
+
+			if (k < 0) {
+				rc = k;
+				break;
+			}
+			left -= k;
+		}
+	}
+	r->rc[1] = rc;
+	for (int i = 0; i < inited; i++) {
+		bool done;
+
+		/* a launched event still completes (force destroy drained it) */
+		(void)coffer_event_test(&ev[i], -1, &done);
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	}
+	return NULL;
+}
+
+/* An EQ destroyed while one thread sleeps in poll on it and another submits on it: the
+ * poller returns -ENOENT, the submitter's launch fails with -ENOENT, nothing hangs. */
+static void test_eq_destroyed_under_pollers(void **state)
+{
+	struct race r = {0};
+
+	(void)state;
+	assert_int_equal(coffer_connect(g_store.sock, &r.c), 0);
+	for (int i = 0; i < 100; i++) {
+		pthread_t p, s;
+		int rc;
+
+		guard("EQ destroyed under a poller and a submitter");
+		atomic_store(&r.go, 0);
+		atomic_store(&r.stop, false);
+		r.rc[0] = r.rc[1] = 1;
+		assert_int_equal(coffer_eq_create(&r.eqh), 0);
+		assert_int_equal(pthread_create(&p, NULL, poll_forever, &r), 0);
+		assert_int_equal(pthread_create(&s, NULL, submit_loop, &r), 0);
+		while (atomic_load(&r.go) < 2)
+			sched_yield();
+		rel_sleep_us(i % 10 * 100);
+		/* without FORCE the submitter's events make it -EBUSY; FORCE drains them */
+		rc = coffer_eq_destroy(r.eqh, i % 2 ? COFFER_EQ_FORCE : 0);
+		if (rc == -EBUSY)
+			rc = coffer_eq_destroy(r.eqh, COFFER_EQ_FORCE);
+		assert_int_equal(rc, 0);
+		pthread_join(p, NULL);
+		atomic_store(&r.stop, true);
+		pthread_join(s, NULL);
+		/* the poller got an event or -ENOENT, the submitter -ENOENT (launch or poll) */
+		assert_true(r.rc[0] == -ENOENT || r.rc[0] == 1);
+		assert_true(r.rc[1] == -ENOENT || r.rc[1] == 0);
+		unguard();
+	}
+	assert_true(r.n > 0);
+	assert_int_equal(coffer_disconnect(r.c), 0);
+}
+
+struct blocker {
+	coffer_handle_t c;
+	atomic_int started;
+	int rc;
+	int which;
+};
+
+static void *blocking_call(void *arg)
+{
+	struct blocker *b = arg;
+	struct coffer_oid oid;
+	const void *rd;
+	void *wr;
+
+	rel_oid(&oid, 424242 + (uint64_t)b->which);
+	atomic_store(&b->started, 1);
+	switch (b->which % 3) {
+	case 0: /* waits forever for a seal that never comes */
+		b->rc = coffer_obj_get_oid(b->c, &oid, -1, &rd, NULL, NULL);
+		break;
+	case 1: /* a stream of short calls */
+		do {
+			b->rc = coffer_obj_create_oid(b->c, &oid, 64, 0, &wr, NULL);
+			if (b->rc == 0)
+				b->rc = coffer_obj_abort_oid(b->c, &oid, NULL);
+		} while (b->rc == 0);
+		break;
+	default:
+		do {
+			bool has;
+
+			b->rc = coffer_flush(b->c);
+			if (b->rc == 0)
+				b->rc = coffer_obj_contains(b->c, &oid, &has, NULL);
+		} while (b->rc == 0);
+		break;
+	}
+	return NULL;
+}
+
+/* Blocking calls racing coffer_disconnect() from another thread: each returns -ENOTCONN or
+ * -ENOENT (flush), none hangs; the store forgets the connection. */
+static void test_blocking_call_vs_disconnect(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 60; i++) {
+		struct blocker b[3];
+		pthread_t th[3];
+		coffer_handle_t c;
+
+		guard("blocking calls racing coffer_disconnect");
+		assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+		for (int k = 0; k < 3; k++) {
+			b[k] = (struct blocker){.c = c, .which = k};
+			assert_int_equal(pthread_create(&th[k], NULL, blocking_call, &b[k]), 0);
+		}
+		for (int k = 0; k < 3; k++)
+			while (!atomic_load(&b[k].started))
+				sched_yield();
+		rel_sleep_us(i % 6 * 200);
+		assert_int_equal(coffer_disconnect(c), 0);
+		for (int k = 0; k < 3; k++) {
+			pthread_join(th[k], NULL);
+			if (k == 2)
+				assert_true(b[k].rc == -ENOENT || b[k].rc == -ENOTCONN);
+			else
+				assert_int_equal(b[k].rc, -ENOTCONN);
+		}
+		unguard();
+	}
+}
+
+/* coffer_flush() and calls on a connection whose store died: -ENOTCONN, never a hang. */
+static void test_dead_connection(void **state)
+{
+	struct coffer_store_info info;
+	struct coffer_oid oid;
+	coffer_handle_t c, oh;
+	const void *rd;
+	long until;
+	int rc;
+
+	(void)state;
+	guard("calls on a dead connection");
+	rel_oid(&oid, 9);
+	assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	kill(g_store.pid, SIGKILL);
+	waitpid(g_store.pid, NULL, 0);
+	g_store.pid = 0;
+	{
+		char path[160];
+
+		unlink(g_store.sock);
+		snprintf(path, sizeof(path), "%s/store.log", g_store.dir);
+		unlink(path);
+		rmdir(g_store.dir);
+	}
+	/* the monitor notices within a moment: poll the documented answer */
+	until = rel_now_ms() + HANG_MS;
+	while ((rc = coffer_flush(c)) == 0 && rel_now_ms() < until)
+		rel_sleep_us(1000);
+	assert_int_equal(rc, -ENOTCONN);
+	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), -ENOTCONN);
+	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, -1, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	unguard();
+}
+
+/*
+ * A connection given up on (its store stopped: a blocking call timed out) is dead: the
+ * calls whose documentation says so return -ENOTCONN for it, as for a store that died -
+ * coffer_flush(), coffer_store_query(), coffer_obj_open() - whatever made it dead.
+ */
+static void test_timed_out_connection(void **state)
+{
+	struct coffer_store_info info;
+	struct coffer_oid oid;
+	coffer_handle_t c, oh;
+	const void *rd;
+	int rc;
+
+	(void)state;
+	guard("calls on a connection given up on");
+	rel_oid(&oid, 10);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "100", 1), 0);
+	rc = coffer_connect(g_store.sock, &c);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rd, NULL, NULL), -ENOENT);
+	kill(g_store.pid, SIGSTOP);
+	rc = coffer_obj_get_oid(c, &oid, 0, &rd, NULL, NULL);
+	assert_true(rc == -ETIMEDOUT || rc == -ENOTCONN);
+	assert_int_equal(coffer_flush(c), -ENOTCONN);
+	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), -ENOTCONN);
+	kill(g_store.pid, SIGCONT);
+	assert_int_equal(coffer_disconnect(c), 0);
+	unguard();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_error_codes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_close_twice_from_two_threads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eq_destroyed_under_pollers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_blocking_call_vs_disconnect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_connection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timed_out_connection, setup, teardown),
+	};
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(pthread_create(&g_guard_th, NULL, guard_main, NULL), 0);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	atomic_store(&g_guard_stop, true);
+	pthread_join(g_guard_th, NULL);
+	(void)coffer_fini();
+	return rc;
+}
