@@ -292,7 +292,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		memcpy(out + sizeof(hdr), body, blen);
 
 	pthread_mutex_lock(&conn->ctl_lock);
-	if (conn->forked) {
+	if (conn->forked || conn->sock < 0) { /* sock < 0: disconnected meanwhile */
 		rc = -ENOTCONN;
 		goto out;
 	}
@@ -724,10 +724,21 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	/* Closing the socket makes the store drop the channels, references and unsealed
 	 * objects of this client: no CHANNEL_CLOSE needed. */
 	coffer__conn_close_channels(conn);
-	if (conn->sock >= 0) /* a fork child closed its copy already */
+	/* Other threads may still be inside a control exchange on the socket (a
+	 * coffer_store_query() that looked the connection up before it was unlinked). Closing
+	 * the number under them would let their send or receive reach whatever file the process
+	 * opens next under that number. So: shutdown wakes a receive blocked on it and fails
+	 * every later send, and the close happens under ctl_lock, after which an exchange
+	 * finds sock < 0 (-ENOTCONN). */
+	if (conn->sock >= 0) { /* a fork child closed its copy already */
+		(void)shutdown(conn->sock, SHUT_RDWR);
+		pthread_mutex_lock(&conn->ctl_lock);
 		close(conn->sock);
+		conn->sock = -1;
+		pthread_mutex_unlock(&conn->ctl_lock);
+	}
 	close(conn->stop_fd);
-	conn->sock = conn->stop_fd = -1;
+	conn->stop_fd = -1;
 	coffer_hhash_putref(hh, link);
 	if (last) {
 		/* The process's last connection: leave nothing of ours behind for coffer_fini()

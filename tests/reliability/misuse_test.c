@@ -441,6 +441,92 @@ static void test_blocking_call_vs_disconnect(void **state)
 	}
 }
 
+struct querier {
+	coffer_handle_t c;
+	atomic_bool *go;
+	int rc;
+	long n;
+};
+
+static void *query_loop(void *arg)
+{
+	struct querier *q = arg;
+	struct coffer_store_info info;
+
+	while (!atomic_load(q->go))
+		;
+	do {
+		q->rc = coffer_store_query(q->c, &info);
+		q->n++;
+	} while (q->rc == 0);
+	return NULL;
+}
+
+/*
+ * Control calls (coffer_store_query) racing coffer_disconnect() in other threads: the
+ * connection's socket must not be used once disconnect closed it. The test takes the freed
+ * descriptor number at once with a socketpair of its own: nothing of coffer's may ever
+ * arrive there (a QUERY sent on a reused descriptor would go to whatever the application
+ * opened next, and the reply read from it would steal that file's data). Each call
+ * returns 0, -ENOENT or -ENOTCONN.
+ */
+#define NQUERIERS 6
+
+static void test_control_call_vs_disconnect(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 100; i++) {
+		struct querier q[NQUERIERS];
+		pthread_t th[NQUERIERS];
+		atomic_bool go = false;
+		coffer_handle_t c;
+		int sp[2][2];
+		char buf[256];
+
+		guard("control calls racing coffer_disconnect");
+		assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+		for (int k = 0; k < NQUERIERS; k++) {
+			q[k] = (struct querier){.c = c, .go = &go};
+			assert_int_equal(pthread_create(&th[k], NULL, query_loop, &q[k]), 0);
+		}
+		atomic_store(&go, true);
+		rel_sleep_us(200 + i % 5 * 100);
+		/* Every other round the store pauses for a moment: one querier waits for its
+		 * answer, the others queue for the control socket, and the disconnect runs
+		 * meanwhile (the widest window; the other rounds race at full speed). */
+		if (i % 2)
+			kill(g_store.pid, SIGSTOP);
+		rel_sleep_us(i % 2 ? 2000 : 0);
+		assert_int_equal(coffer_disconnect(c), 0);
+		/* the lowest free numbers: the connection's socket's among them */
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp[0]), 0);
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp[1]), 0);
+		if (i % 2)
+			kill(g_store.pid, SIGCONT);
+		rel_sleep_us(5000);
+		for (int k = 0; k < 2; k++)
+			for (int e = 0; e < 2; e++) {
+				ssize_t got = recv(sp[k][e], buf, sizeof(buf), MSG_DONTWAIT);
+
+				if (got > 0)
+					fail_msg("round %d: %zd bytes of coffer's arrived on an fd "
+						 "the application opened after coffer_disconnect()",
+						 i, got);
+			}
+		/* a querier stuck reading our socket wakes up at EOF */
+		for (int k = 0; k < 2; k++)
+			for (int e = 0; e < 2; e++)
+				close(sp[k][e]);
+		for (int k = 0; k < NQUERIERS; k++) {
+			pthread_join(th[k], NULL);
+			if (q[k].rc != -ENOENT && q[k].rc != -ENOTCONN)
+				fail_msg("round %d: coffer_store_query racing disconnect: %d", i,
+					 q[k].rc);
+		}
+		unguard();
+	}
+}
+
 /* coffer_flush() and calls on a connection whose store died: -ENOTCONN, never a hang. */
 static void test_dead_connection(void **state)
 {
@@ -521,6 +607,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_close_twice_from_two_threads, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eq_destroyed_under_pollers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_call_vs_disconnect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_control_call_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timed_out_connection, setup, teardown),
 	};
