@@ -168,6 +168,23 @@ static void test_boundary_channels(void **state)
 		snprintf(what, sizeof(what), "first request on channel %u", i);
 		contains_on(c, eqs[i], i, what);
 	}
+	/* Every channel id is taken: one more EQ (this thread's blocking calls) is -EMFILE;
+	 * once an EQ is destroyed its id serves the next EQ, after an idle gap too. */
+	{
+		struct coffer_oid oid;
+		bool has = true;
+
+		rel_oid(&oid, 99);
+		assert_int_equal(coffer_obj_contains(c, &oid, &has, NULL), -EMFILE);
+		assert_int_equal(coffer_eq_destroy(eqs[300], 0), 0);
+		rel_sleep_us(COLD_GAP_US);
+		assert_int_equal(coffer_obj_contains(c, &oid, &has, NULL), 0);
+		assert_false(has);
+		assert_int_equal(coffer_obj_contains(c, &oid, &has, NULL), 0);
+		assert_int_equal(coffer_eq_create(&eqs[300]), 0);
+		assert_int_equal(coffer_obj_contains(c, &oid, &has, &(struct coffer_event){0}),
+				 -EINVAL); /* an event never initialised */
+	}
 	for (unsigned int round = 0; round < 3; round++) {
 		for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
 			unsigned int i = ids[k];
