@@ -167,6 +167,28 @@ static void test_error_codes(void **state)
 	assert_int_equal(coffer_event_init(NULL, eqh, NULL), -EINVAL);
 	assert_int_equal(coffer_event_test(NULL, 0, &has), -EINVAL);
 	assert_int_equal(coffer_eq_create(NULL), -EINVAL);
+	{
+		struct coffer_event e1, e2;
+		coffer_handle_t eq2;
+		const void *d1, *d2;
+		struct coffer_get_vec gv[2] = {{.ev = &e1, .data = &d1}, {.ev = &e2, .data = &d2}};
+
+		assert_int_equal(coffer_eq_create(&eq2), 0);
+		assert_int_equal(coffer_event_init(&e1, eqh, NULL), 0);
+		assert_int_equal(coffer_event_init(&e2, eq2, NULL), 0);
+		assert_int_equal(coffer_event_test(&e1, 0, NULL), -EINVAL);
+		/* one vector, one EQ; a NULL data pointer; nothing launched */
+		assert_int_equal(coffer_obj_get_oid_vec(c, gv, 2, 0), -EINVAL);
+		gv[1].ev = &e1;
+		gv[1].data = NULL;
+		assert_int_equal(coffer_obj_get_oid_vec(c, gv, 2, 0), -EINVAL);
+		assert_int_equal(coffer_obj_get_oid_vec(c, gv, 0, 0), -EINVAL);
+		assert_int_equal(coffer_eq_query(eqh, COFFER_EQR_RUNNING, 0, NULL), 0);
+		assert_int_equal(coffer_event_fini(&e1), 0);
+		assert_int_equal(coffer_event_fini(&e1), -EINVAL); /* finalised twice */
+		assert_int_equal(coffer_event_fini(&e2), 0);
+		assert_int_equal(coffer_eq_destroy(eq2, 0), 0);
+	}
 	assert_int_equal(coffer_connect(g_store.sock, NULL), -EINVAL);
 
 	/* sizes: zero is an object, too big is -E2BIG, not an overflow */
