@@ -134,8 +134,9 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
  *
  * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
  * connection handle, or the runtime is not initialised).
- * Context: any thread; blocks (joins the monitor, waits an RCU grace period); must not be
- * inside an RCU read-side section nor inside an EQ progress hook.
+ * Context: any thread; blocks (joins the monitor, waits an RCU grace period, and ends a
+ * control exchange another thread has in progress on the socket: that call returns
+ * -ENOTCONN); must not be inside an RCU read-side section nor inside an EQ progress hook.
  * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
  */
 COFFER_API int coffer_disconnect(coffer_handle_t connh);
