@@ -764,9 +764,7 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 	conn = coffer__conn_lookup_rcu(connh);
 	if (!conn)
 		rc = -ENOENT;
-	else if (atomic_load_explicit(&conn->dead, memory_order_relaxed) != 0)
-		rc = -ENOTCONN; /* dead for whatever reason (-ETIMEDOUT, -EPROTO): gone */
-	else
+	else if ((rc = atomic_load_explicit(&conn->dead, memory_order_relaxed)) == 0)
 		coffer__conn_flush_channels(conn);
 	coffer__rcu_read_unlock();
 	return rc;
@@ -786,10 +784,8 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);
-	/* A connection failed earlier (whatever its reason: -ETIMEDOUT, -EPROTO) is gone. */
-	if (atomic_load_explicit(&conn->dead, memory_order_relaxed) != 0)
-		rc = -ENOTCONN;
-	else
+	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
+	if (rc == 0)
 		rc = coffer__conn_ctl(conn, COFFER_MSG_QUERY, NULL, 0, -1, COFFER_MSG_QUERY_REPLY,
 				      info, sizeof(*info), NULL, 0);
 	coffer_hhash_putref(hh, link);

@@ -599,8 +599,8 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 	conn = coffer__conn_lookup_rcu(connh);
 	if (!conn)
 		rc = -ENOENT;
-	else if (atomic_load_explicit(&conn->dead, memory_order_relaxed) != 0)
-		rc = -ENOTCONN; /* dead for whatever reason (-ETIMEDOUT, -EPROTO) */
+	else
+		rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
 	coffer__rcu_read_unlock();
 	if (rc < 0)
 		return rc;
