@@ -93,6 +93,16 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
+/* A store of ours outlives no exit of this process: a sanitizer's report, a failed
+ * assertion that ends it. */
+void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
+
+static void kill_live_store(void)
+{
+	if (g_store.pid > 0)
+		kill(g_store.pid, SIGKILL);
+}
+
 /* ---- fixture ---------------------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -465,6 +475,9 @@ int main(int argc, char **argv)
 		g_seconds = atol(argv[1]);
 	g_seed = argc > 2 ? strtoull(argv[2], NULL, 0) : rel_seed();
 	signal(SIGPIPE, SIG_IGN);
+	atexit(kill_live_store);
+	if (__sanitizer_set_death_callback)
+		__sanitizer_set_death_callback(kill_live_store);
 	assert_int_equal(coffer_init(), 0);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	(void)coffer_fini();

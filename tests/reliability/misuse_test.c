@@ -36,6 +36,16 @@
 
 static struct rc_store g_store;
 
+/* A store of ours outlives no exit of this process: a sanitizer's report, a failed
+ * assertion that ends it. */
+void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
+
+static void kill_live_store(void)
+{
+	if (g_store.pid > 0)
+		kill(g_store.pid, SIGKILL);
+}
+
 /* ---- hang guard ----------------------------------------------------------------------- */
 
 static _Atomic long g_guard_until; /* 0: off */
@@ -636,6 +646,9 @@ int main(void)
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
+	atexit(kill_live_store);
+	if (__sanitizer_set_death_callback)
+		__sanitizer_set_death_callback(kill_live_store);
 	assert_int_equal(coffer_init(), 0);
 	assert_int_equal(pthread_create(&g_guard_th, NULL, guard_main, NULL), 0);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
