@@ -135,7 +135,9 @@ struct sess {
 	int bell_efd;			/* the connection's request doorbell (v3), from HELLO */
 	uint64_t open[CHAN_MASK_WORDS]; /* bit i: chans[i] is open */
 	uint64_t pending[CHAN_MASK_WORDS]; /* left with work last round: polled without a bit */
-	unsigned int db_used;		   /* doorbell words some open channel maps to */
+	/* pending only because its reply ring is full: work for the client (reap), not for us */
+	uint64_t stalled[CHAN_MASK_WORDS];
+	unsigned int db_used;  /* doorbell words some open channel maps to */
 	unsigned int nwords;   /* bitmap words up to the highest open channel's (0: none open) */
 	unsigned int rr;       /* the channel looked at first next round */
 	int cold;	       /* idle: told to ring (store_sleeping), its words not polled */
@@ -160,6 +162,7 @@ struct store {
 	uint64_t resume_listen_us;
 	int stop;
 	int sleeping;
+	int stalled;  /* try_sleep() found channels waiting for their client to reap replies */
 	uint32_t cpu; /* 1 + the CPU the loop last ran on (0: unknown), as told to the rings */
 	int sweep;    /* next round polls every channel, doorbell bit or not */
 	uint64_t spin_until; /* keep polling the rings until then (us): a large create's copy */
@@ -442,7 +445,9 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 /* Requests a ring drain copies out, hashes and prefetches before executing any of them. */
 #define DRAIN_BATCH 32u
 
-/* Take up to @budget requests from @c's ring. Return: how many.
+/* Take up to @budget requests from @c's ring. Return: how many. @more: out: requests are
+ * left in the ring; @stalled: out: left because the reply ring is full (the client has not
+ * read its replies), not for want of budget.
  *
  * Requests are taken in groups of up to DRAIN_BATCH: each group is copied into private memory
  * (copy, then trust: nothing is read from the ring twice), every request's ObjectID is
@@ -454,7 +459,8 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
  * slot, immediate or reserved for a waiting get (a deferred reply delivered meanwhile moves one
  * from waiting to rep_prod), so the reply-space condition cannot change within a group; a client
  * doomed meanwhile stops the drain at once, as before. */
-static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget, bool *more)
+static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int budget, bool *more,
+			       bool *stalled)
 {
 	struct coffer_req reqs[DRAIN_BATCH];
 	uint64_t hash[DRAIN_BATCH];
@@ -462,7 +468,7 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 	unsigned int n = 0;
 	struct sess *s = c->s;
 
-	*more = false;
+	*more = *stalled = false;
 	/* acquire: pairs with the client's release store of req.prod after writing entries */
 	prod = __atomic_load_n(&c->shm->req.prod, __ATOMIC_ACQUIRE);
 	if (prod == c->req_cons)
@@ -525,6 +531,8 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 	}
 	/* budget, reply room or a doomed client stopped us: look again next round */
 	*more = c->req_cons != prod;
+	*stalled =
+	    *more && !s->doomed && (uint32_t)(c->rep_prod - c->rep_cons) + c->waiting >= c->entries;
 	if (n > 0) {
 		/* release: the client may reuse the slots once it sees cons (we copied them) */
 		__atomic_store_n(&c->shm->req.cons, c->req_cons, __ATOMIC_RELEASE);
@@ -1083,6 +1091,9 @@ static void do_accept(struct store *st)
  * idle connection costs a busy store's rounds nothing; its next request rings the eventfd,
  * which the loop sees within STORE_EPOLL_EVERY_US, and warms it again. */
 #define STORE_COLD_US 1000u
+/* How long the loop sleeps at most while a channel waits for its client to read replies
+ * (try_sleep(): stalled), in milliseconds: the client frees room without a doorbell. */
+#define STORE_STALL_POLL_MS 10
 
 static inline void store_cpu_relax(void)
 {
@@ -1221,6 +1232,7 @@ static unsigned int poll_rings(struct store *st, uint64_t now)
 		}
 		s->last_work_us = now;
 		memset(s->pending, 0, nw * sizeof(*s->pending));
+		memset(s->stalled, 0, nw * sizeof(*s->stalled));
 		/* from bit `first` up, wrapping round to the bits below it (k == nw) */
 		first = s->rr % (nw * 64);
 		for (unsigned int k = 0; k <= nw; k++) {
@@ -1233,7 +1245,7 @@ static unsigned int poll_rings(struct store *st, uint64_t now)
 				bits &= sh ? ~(~UINT64_C(0) << sh) : 0;
 			for (; bits != 0; bits &= bits - 1) {
 				uint32_t id = w * 64 + (uint32_t)__builtin_ctzll(bits);
-				bool more = false;
+				bool more = false, stalled = false;
 				unsigned int n;
 
 				if (!visited) {
@@ -1241,7 +1253,7 @@ static unsigned int poll_rings(struct store *st, uint64_t now)
 					visited = true;
 				}
 				if (budget > 0 && !s->doomed) {
-					n = chan_drain(st, s->chans[id], budget, &more);
+					n = chan_drain(st, s->chans[id], budget, &more, &stalled);
 					budget -= n;
 					work += n;
 				} else {
@@ -1249,6 +1261,8 @@ static unsigned int poll_rings(struct store *st, uint64_t now)
 				}
 				if (more)
 					mask_set(s->pending, id);
+				if (stalled)
+					mask_set(s->stalled, id);
 			}
 		}
 	}
@@ -1302,6 +1316,7 @@ static int try_sleep(struct store *st)
 {
 	struct coffer__dl *p;
 
+	st->stalled = 0;
 	set_sleeping(st, 1);
 	/* seq_cst: the flag stores above before the doorbell loads below; pairs with the
 	 * client's fence between publishing prod (then its bit) and reading the flag. */
@@ -1312,8 +1327,14 @@ static int try_sleep(struct store *st)
 
 		if (s->doomed || s->nwords == 0 || s->cold) /* cold: it rings anyway */
 			continue;
-		for (unsigned int w = 0; w < s->nwords; w++)
-			work |= s->pending[w] != 0;
+		/* A channel stalled on a full reply ring is no reason to stay awake: its client
+		 * frees room without telling us (libcoffer never has more requests out than
+		 * reply slots; a client that does would keep us spinning for ever). The sleep
+		 * is bounded instead (STORE_STALL_POLL_MS). */
+		for (unsigned int w = 0; w < s->nwords; w++) {
+			work |= (s->pending[w] & ~s->stalled[w]) != 0;
+			st->stalled |= s->stalled[w] != 0;
+		}
 		for (unsigned int w = 0; w < COFFER_DOORBELL_WORDS; w++)
 			work |= (s->db_used & (1u << w)) &&
 				__atomic_load_n(&s->db->word[w].bits, __ATOMIC_RELAXED) != 0;
@@ -1600,6 +1621,8 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 				timeout = (dl - now) / 1000 >= INT_MAX
 					      ? INT_MAX
 					      : (int)((dl - now + 999) / 1000);
+			if (st->stalled && (timeout < 0 || timeout > STORE_STALL_POLL_MS))
+				timeout = STORE_STALL_POLL_MS;
 		}
 		n = epoll_wait(st->epfd, evs, 64, timeout);
 		last_epoll = coffer__now_us();

@@ -269,6 +269,47 @@ static void test_idle_cpu(void **state)
 	assert_int_equal(rc_store_stop(&st), 0);
 }
 
+/*
+ * A client that submits more requests than its reply ring holds and stops reading replies
+ * (libcoffer never does; a raw client may): the store must not spin for it (found by the
+ * adversarial helper: 2.01 s of CPU in 2 s, for as long as the client lived), and once the
+ * client reads its replies, the rest are served without a new doorbell.
+ */
+static void test_stalled_reply_ring_cpu(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_req r[8];
+	struct coffer_rep rep[8];
+	struct rc_store st;
+	struct rc_conn c;
+	struct rc_chan ch;
+	long t0, t1;
+
+	(void)state;
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&c, st.sock), 0);
+	assert_int_equal(rc_chan_open(&c, &ch, 8), 0);
+	for (int i = 0; i < 8; i++)
+		rc_req_init(&c, &r[i], COFFER_OP_CONTAINS, (uint64_t)i + 1);
+	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* fills the reply ring */
+	usleep(20000);
+	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* no reply room for these */
+	usleep(200000);
+	t0 = cpu_ticks(st.pid);
+	usleep(1000000);
+	t1 = cpu_ticks(st.pid);
+	fprintf(stderr, "store beside a stalled reply ring: %ld ticks of CPU in 1 s\n", t1 - t0);
+	assert_true(t1 - t0 <= 5);
+	/* read the first 8 replies: the other 8 follow without a doorbell */
+	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
+	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rep[i].status, 0);
+	assert_int_equal(rc_chan_close(&ch), 0);
+	rc_close(&c);
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +317,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_fd_exhaustion),
 	    cmocka_unit_test(test_max_files),
 	    cmocka_unit_test(test_idle_cpu),
+	    cmocka_unit_test(test_stalled_reply_ring_cpu),
 	};
 
 	if (argc > 1)
