@@ -164,6 +164,13 @@ struct coffer__chanv {
 struct chan_binding {
 	coffer_handle_t eqh;
 	_Atomic(struct coffer__chanv *) chans; /* RCU-published, replaced under client lock */
+	/* Orders arm()/disarm() against attach: every channel in chans counts exactly the
+	 * `armed` pollers in its sleepers. Without it a poller that armed [A] and disarmed
+	 * [A, B] took away the count of another that armed [A, B] meanwhile, and the store
+	 * stopped ringing B for it (found by reading, adversarial helper). A mutex: arm()
+	 * rings doorbells under it. Order: coffer__client_lock -> lock -> chan->submit. */
+	pthread_mutex_t lock;
+	unsigned int armed; /* pollers between arm() and disarm(), under lock */
 	struct coffer__eq_progress hook;
 	struct chan_binding *next; /* under coffer__client_lock */
 };
@@ -515,12 +522,16 @@ static void binding_disarm(void *arg)
 	struct chan_binding *b = arg;
 	struct coffer__chanv *v;
 
+	pthread_mutex_lock(&b->lock);
 	coffer__rcu_read_lock();
 	v = atomic_load_explicit(&b->chans, memory_order_acquire);
 	for (unsigned int i = 0; v && i < v->n; i++)
 		if (!v->v[i]->forked)
 			chan_disarm_one(v->v[i]);
+	if (b->armed > 0)
+		b->armed--;
 	coffer__rcu_read_unlock();
+	pthread_mutex_unlock(&b->lock);
 }
 
 /*
@@ -636,6 +647,11 @@ static int binding_arm(void *arg)
 	/* A reply usually comes back within a few microseconds when the store is awake:
 	 * spinning that long is cheaper than a sleep and a doorbell on both sides. */
 	spun = chanv_spin(v);
+	/* Count ourselves on the channels bound now, under the binding's lock (see struct
+	 * chan_binding): the list may have grown during the spin. */
+	pthread_mutex_lock(&b->lock);
+	v = atomic_load_explicit(&b->chans, memory_order_acquire);
+	b->armed++;
 	for (unsigned int i = 0; v && i < v->n; i++) {
 		struct coffer__chan *ch = v->v[i];
 		bool bell;
@@ -653,6 +669,7 @@ static int binding_arm(void *arg)
 		if (bell)
 			chan_ring_bell(ch->store_bell);
 	}
+	pthread_mutex_unlock(&b->lock);
 	if (spun) {
 		coffer__rcu_read_unlock();
 		return COFFER__ARM_READY; /* ours to reap now: no yield */
@@ -692,6 +709,7 @@ static void binding_gc_locked(void)
 		if (atomic_load_explicit(&b->chans, memory_order_relaxed) == NULL &&
 		    !eq_alive(b->eqh)) {
 			*pp = b->next;
+			pthread_mutex_destroy(&b->lock);
 			free(b);
 		} else {
 			pp = &b->next;
@@ -713,12 +731,14 @@ static int binding_attach_locked(struct coffer__chan *ch)
 		if (!b)
 			return -ENOMEM;
 		b->eqh = ch->eqh;
+		pthread_mutex_init(&b->lock, NULL);
 		b->hook.progress = binding_progress;
 		b->hook.arm = binding_arm;
 		b->hook.disarm = binding_disarm;
 		b->hook.arg = b;
 		rc = coffer__eq_set_progress(ch->eqh, &b->hook);
 		if (rc < 0) {
+			pthread_mutex_destroy(&b->lock);
 			free(b);
 			return rc;
 		}
@@ -729,9 +749,18 @@ static int binding_attach_locked(struct coffer__chan *ch)
 	nv = chanv_with(old, ch);
 	if (!nv)
 		return -ENOMEM;
+	/* The pollers armed now count on the new channel too (they disarm it with the rest);
+	 * those that armed before the channel existed are woken below to publish its work. */
+	pthread_mutex_lock(&b->lock);
+	coffer__spin_lock(&ch->submit);
+	ch->sleepers = b->armed;
+	if (b->armed > 0)
+		__atomic_store_n(&ch->shm->rep.consumer_sleeping, 1, __ATOMIC_RELAXED);
+	coffer__spin_unlock(&ch->submit);
 	/* Release: the channel's fields are initialised before pollers can see it (pairs with
 	 * the acquire load in the hooks). */
 	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	pthread_mutex_unlock(&b->lock);
 	/* Pollers already asleep on the EQ armed the channels they saw (or none, before the
 	 * binding existed): the store would never ring them for this one, and requests queued
 	 * on it would not be published for them. Wake them to arm it too. */
@@ -761,7 +790,9 @@ static int binding_detach_locked(struct coffer__chan *ch, struct coffer__chanv *
 	nv = chanv_without(old, ch, &err);
 	if (err)
 		return err;
+	pthread_mutex_lock(&b->lock); /* arm() and disarm() see it in the list or not at all */
 	atomic_store_explicit(&b->chans, nv, memory_order_release);
+	pthread_mutex_unlock(&b->lock);
 	*oldp = old;
 	return 0;
 }
@@ -783,9 +814,20 @@ void coffer__chan_release_bindings(void)
 			continue;
 		}
 		*pp = b->next;
+		pthread_mutex_destroy(&b->lock);
 		free(b);
 	}
 	pthread_mutex_unlock(&coffer__client_lock);
+}
+
+void coffer__chan_bindings_fork_child(void)
+{
+	/* Single-threaded fork child: a lock a parent thread held (arming) stays held here,
+	 * and the pollers counted in `armed` do not exist. */
+	for (struct chan_binding *b = g_bindings; b; b = b->next) {
+		pthread_mutex_init(&b->lock, NULL);
+		b->armed = 0;
+	}
 }
 
 /* ---- open / close ------------------------------------------------------------------- */

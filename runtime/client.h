@@ -162,6 +162,10 @@ void coffer__conn_close_channels(struct coffer__conn *conn);
 /* In a fork child (single-threaded): marks every channel of @conn unusable without touching
  * shared rings, and completes the child's copies of the requests in flight with -ENOTCONN. */
 void coffer__conn_fork_channels(struct coffer__conn *conn);
+
+/* Fork child, single-threaded, coffer__client_lock's state as the prepare handler left it:
+ * resets every EQ binding's lock and armed count (the parent's pollers are not here). */
+void coffer__chan_bindings_fork_child(void);
 /*
  * coffer__conn_progress() - for the liveness probe: the number of replies taken so far from
  * @conn's channels (a sum that only grows while the channel set is unchanged), and in

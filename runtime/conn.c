@@ -144,6 +144,7 @@ static void conn_atfork_child(void)
 		conn_fork_child(c);
 	for (c = g_connecting; c; c = c->gnext)
 		conn_fork_child(c);
+	coffer__chan_bindings_fork_child();
 	pthread_mutex_init(&coffer__client_lock, NULL);
 	coffer__obj_atfork_child();
 }
