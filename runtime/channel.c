@@ -509,6 +509,10 @@ static int binding_progress(void *arg)
 	return n;
 }
 
+/* Whether this thread's last binding_arm() counted it as a sleeper (eventq calls arm() and
+ * disarm() in pairs, on one thread). */
+static _Thread_local bool t_arm_counted;
+
 static void chan_disarm_one(struct coffer__chan *ch)
 {
 	coffer__spin_lock(&ch->submit);
@@ -522,6 +526,9 @@ static void binding_disarm(void *arg)
 	struct chan_binding *b = arg;
 	struct coffer__chanv *v;
 
+	if (!t_arm_counted)
+		return; /* arm() found replies and counted nothing */
+	t_arm_counted = false;
 	pthread_mutex_lock(&b->lock);
 	coffer__rcu_read_lock();
 	v = atomic_load_explicit(&b->chans, memory_order_acquire);
@@ -647,9 +654,20 @@ static int binding_arm(void *arg)
 	/* A reply usually comes back within a few microseconds when the store is awake:
 	 * spinning that long is cheaper than a sleep and a doorbell on both sides. */
 	spun = chanv_spin(v);
+	if (spun) {
+		/* Replies are in: eventq will not sleep, so nothing to count (disarm() knows
+		 * by t_arm_counted) and no lock to take on this, the common, path. */
+		for (unsigned int i = 0; v && i < v->n; i++)
+			if (!v->v[i]->forked)
+				chan_publish(v->v[i]);
+		t_arm_counted = false;
+		coffer__rcu_read_unlock();
+		return COFFER__ARM_READY; /* ours to reap now: no yield */
+	}
 	/* Count ourselves on the channels bound now, under the binding's lock (see struct
 	 * chan_binding): the list may have grown during the spin. */
 	pthread_mutex_lock(&b->lock);
+	t_arm_counted = true;
 	v = atomic_load_explicit(&b->chans, memory_order_acquire);
 	b->armed++;
 	for (unsigned int i = 0; v && i < v->n; i++) {
@@ -660,20 +678,14 @@ static int binding_arm(void *arg)
 			continue;
 		coffer__spin_lock(&ch->submit);
 		bell = !ch->dead && chan_publish_locked(ch);
-		/* Counted even when the spin found replies: eventq calls disarm() after every
-		 * arm(), which undoes this. The store is asked to ring only if we may sleep. */
+		/* eventq calls disarm() after every arm(), which undoes this. */
 		ch->sleepers++;
-		if (!spun)
-			__atomic_store_n(&ch->shm->rep.consumer_sleeping, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->shm->rep.consumer_sleeping, 1, __ATOMIC_RELAXED);
 		coffer__spin_unlock(&ch->submit);
 		if (bell)
 			chan_ring_bell(ch->store_bell);
 	}
 	pthread_mutex_unlock(&b->lock);
-	if (spun) {
-		coffer__rcu_read_unlock();
-		return COFFER__ARM_READY; /* ours to reap now: no yield */
-	}
 	/* Dekker (proto.h): consumer_sleeping = 1 before re-reading rep.prod; pairs with the
 	 * store's fence between publishing rep.prod and reading consumer_sleeping. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
