@@ -937,6 +937,10 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "--hugepages=maybe", NULL},
 	    {"-m", "1M", "--socket-mode=0999", NULL},
 	    {"-m", "1M", "--socket-mode=0400", NULL},
+	    /* 'other' bits: the store would let anyone connect only to refuse them */
+	    {"-m", "1M", "--socket-mode=0666", NULL},
+	    {"-m", "1M", "--socket-mode=0777", NULL},
+	    {"-m", "1M", "--socket-mode=0601", NULL},
 	    {"-m", "1M", "--bogus", NULL},
 	    {"-m", "1M", "-s", NULL},
 	    {"-m", "1M", "extra", NULL},
@@ -1035,8 +1039,7 @@ static void test_socket_mode_and_stop(void **state)
 
 static void test_other_uid_refused(void **state)
 {
-	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0666",
-					   NULL};
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
 	struct rc_store st;
 	int status;
 	pid_t pid;
@@ -1045,7 +1048,9 @@ static void test_other_uid_refused(void **state)
 	if (geteuid() != 0)
 		skip(); /* needs root to become another uid */
 	assert_int_equal(rc_store_start(&st, args), 0);
-	assert_int_equal(chmod(st.dir, 0711), 0); /* let the other uid reach the socket */
+	/* let the other uid reach the socket: only the store's own check stands */
+	assert_int_equal(chmod(st.dir, 0711), 0);
+	assert_int_equal(chmod(st.sock, 0666), 0);
 	pid = fork();
 	if (pid == 0) {
 		struct rc_conn c;
