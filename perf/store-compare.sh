@@ -11,7 +11,8 @@
 #
 # usage: perf/store-compare.sh [--build DIR] [--seconds S] [--requests N] [--csv FILE]
 #   --build DIR     meson build directory with tools/coffer-store and perf/bench/coffer-bench
-#                   (default: build)
+#                   (default: the first of build/release, build, build-* holding both;
+#                   README.md's build makes build/release)
 #   --seconds S     per coffer result (default 2)
 #   --requests N    per redis-benchmark run (default 200000)
 #   --csv FILE      write the combined table as CSV too
@@ -19,7 +20,7 @@
 # given the same memory budget (1 GiB). Exit status: 0, or 1 when a run failed.
 set -eu
 
-build=build
+build=
 seconds=2
 requests=200000
 csv=
@@ -33,16 +34,28 @@ while [ $# -gt 0 ]; do
 	--seconds) seconds=$2; shift 2 ;;
 	--requests) requests=$2; shift 2 ;;
 	--csv) csv=$2; shift 2 ;;
-	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,/^set -eu/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "store-compare.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 
+# shellcheck source=../tools/lib/build.sh
+. "$(dirname "$0")/../tools/lib/build.sh"
+# shellcheck disable=SC2034 # read by tools/lib/build.sh
+coffer_build_who=store-compare.sh
+need="tools/coffer-store perf/bench/coffer-bench"
+if [ -z "$build" ]; then
+	# shellcheck disable=SC2086 # $need: two paths
+	build=$(coffer_find_build $need) || {
+		echo "store-compare.sh: no build directory among build/release, build, build-* holds" \
+			"$need; $(coffer_build_advice), or give --build DIR" >&2
+		exit 2
+	}
+fi
+# shellcheck disable=SC2086
+coffer_check_build "$build" $need || exit 2
 store_bin=$build/tools/coffer-store
 bench_bin=$build/perf/bench/coffer-bench
-for b in "$store_bin" "$bench_bin"; do
-	[ -x "$b" ] || { echo "store-compare.sh: $b not built (meson compile -C $build)" >&2; exit 2; }
-done
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
 	echo "store-compare.sh: redis-server/redis-benchmark missing (apt-get install redis-server redis-tools)" >&2
 	exit 2

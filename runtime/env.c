@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* runtime/env.c - see env.h. */
+/* runtime/env.c - see env.h; and coffer_env_check(), which names a bad COFFER_* variable. */
 #include <errno.h>
 #include <stdlib.h>
 
+#include <coffer/common.h>
+
 #include "runtime/env.h"
+#include "runtime/proto_util.h"
 
 int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -21,4 +24,29 @@ int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* In the order coffer_init() and then coffer_connect() read them; see env.h for each. */
+COFFER_API int coffer_env_check(const char **name)
+{
+	uint64_t buckets = COFFER_HHASH_DEFAULT_BUCKETS_LOG2, locks = 0, v = 0;
+	const char *bad = NULL;
+
+	if (coffer__env_hhash_buckets_log2(&buckets) != 0)
+		bad = "COFFER_HHASH_BUCKETS_LOG2";
+	else if (coffer__env_hhash_locks_log2(&locks) != 0 || locks > buckets)
+		bad = "COFFER_HHASH_LOCKS_LOG2";
+	else if (coffer__env_rcu_percpu(&v) != 0)
+		bad = "COFFER_RCU_PERCPU";
+	else if (coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, &v) != 0)
+		bad = "COFFER_BATCH"; /* conn.c's conn_read_env() reads it with this range */
+	else if (coffer__env_map_populate(&v) != 0)
+		bad = "COFFER_MAP_POPULATE";
+	else if (coffer__env_poll_spin_us(&v) != 0)
+		bad = "COFFER_POLL_SPIN_US";
+	else if (coffer__env_store_timeout_ms(&v) != 0)
+		bad = "COFFER_STORE_TIMEOUT_MS";
+	if (name != NULL)
+		*name = bad;
+	return bad != NULL ? -EINVAL : 0;
 }

@@ -18,8 +18,29 @@
  */
 int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
 
-/* The variables read in more than one place, each with its one range (coffer_connect()
- * checks them; later readers take the value, or @out's default if it changed since). */
+/* The client's variables, each with its one range (coffer_init() and coffer_connect() check
+ * them; later readers take the value, or @out's default if it changed since);
+ * coffer_env_check() (env.c) checks them all. COFFER_BATCH (1..COFFER_RING_ENTRIES_MAX) is
+ * read in conn.c only. */
+/* The handle hash's size when COFFER_HHASH_BUCKETS_LOG2 is unset. */
+#define COFFER_HHASH_DEFAULT_BUCKETS_LOG2 18
+
+static inline int coffer__env_hhash_buckets_log2(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_HHASH_BUCKETS_LOG2", 1, 26, out);
+}
+
+/* Also refused when above COFFER_HHASH_BUCKETS_LOG2 (the caller checks: it needs both). */
+static inline int coffer__env_hhash_locks_log2(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_HHASH_LOCKS_LOG2", 1, 26, out);
+}
+
+static inline int coffer__env_rcu_percpu(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_RCU_PERCPU", 0, 1, out);
+}
+
 static inline int coffer__env_poll_spin_us(uint64_t *out)
 {
 	return coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, out);

@@ -24,7 +24,11 @@ COFFER_API const char *coffer_strerror(int err)
 	case ENOENT:
 		return "no such handle or object (deleted, never issued, or not sealed in time)";
 	case EINVAL:
-		return "invalid argument (or a handle of the wrong type)";
+		/* coffer_init()/coffer_connect() also say -EINVAL for a bad COFFER_* variable,
+		 * which no argument explains: coffer_env_check() names it. */
+		return "invalid argument (or a handle of the wrong type, or a COFFER_* "
+		       "environment variable not a decimal number in its range: "
+		       "coffer_env_check() names it)";
 	case EEXIST:
 		return "object or key already exists";
 	case EBUSY:

@@ -42,15 +42,13 @@ static struct coffer_hhash *global_hh;	    /* written under init_mu; RELEASE/ACQ
 static struct coffer_htab_params hh_params; /* init_mu; from the environment */
 static bool env_read;			    /* init_mu */
 
-#define COFFER_HHASH_DEFAULT_BUCKETS_LOG2 18
-
 /* A bad value fails coffer_init() with -EINVAL rather than being silently ignored. */
 static int read_env(void)
 {
 	uint64_t buckets = COFFER_HHASH_DEFAULT_BUCKETS_LOG2, locks = 0; /* the table's default */
 
-	if (coffer__env_u64("COFFER_HHASH_BUCKETS_LOG2", 1, 26, &buckets) ||
-	    coffer__env_u64("COFFER_HHASH_LOCKS_LOG2", 1, 26, &locks) || locks > buckets)
+	if (coffer__env_hhash_buckets_log2(&buckets) || coffer__env_hhash_locks_log2(&locks) ||
+	    locks > buckets)
 		return -EINVAL;
 	hh_params.buckets_log2 = (uint32_t)buckets;
 	hh_params.locks_log2 = (uint32_t)locks;

@@ -186,8 +186,10 @@ int coffer__sock_set_timeout(int sock, unsigned int ms);
 
 /**
  * coffer__parse_size() - parse a byte count as the tools' command lines take it.
- * @s: decimal digits with an optional K, M, G or T suffix (powers of 1024), optionally
- *     followed by "i" and/or "B" ("4K", "64MiB", "1G", "512").
+ * @s: decimal digits with an optional K, M, G or T suffix in either case (powers of 1024),
+ *     optionally followed by "i" and/or "B" in that order; a bare "B"/"b" after the digits
+ *     means bytes ("512", "512B", "4K", "4k", "64MiB", "1G", "1GB": all powers of 1024, so
+ *     "1GB" is 2^30 bytes). Nothing else: no sign, spaces, hex, or P and larger suffixes.
  * @out: out: bytes.
  * Return: 0; -EINVAL (not of that form); -ERANGE (does not fit in 64 bits).
  * Context: any thread.

@@ -115,7 +115,7 @@ static void setup(void)
 	uint64_t percpu = 0;
 
 	/* COFFER_RCU_PERCPU: 0 or 1; anything else fails every coffer_init() of the process */
-	if (coffer__env_u64("COFFER_RCU_PERCPU", 0, 1, &percpu) != 0) {
+	if (coffer__env_rcu_percpu(&percpu) != 0) {
 		setup_rc = -EINVAL;
 		return;
 	}

@@ -3,7 +3,8 @@
  * tools/stat.c - coffer-stat: ask a running coffer-store for its statistics (QUERY) and
  * print them as a table or JSON. Speaks the raw protocol (runtime/proto.h): QUERY needs no
  * HELLO, so no arena fd is passed to this tool.
- * Exit status: 0 ok, 1 store unreachable or protocol error, 2 bad command line.
+ * Exit status: 0 ok, 1 store unreachable, refused (the store's ERROR status and text are
+ * printed) or protocol error, 2 bad command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,7 +15,47 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <coffer/common.h>
+
 #include "runtime/proto_util.h"
+
+/*
+ * If the store sent an ERROR (it refuses a peer that is not its user, or that it has no fds
+ * for, with one ERROR before it closes; see docs/protocol.md), prints its status and text as
+ * coffer_connect() would report them and returns 1; else returns 0 and prints nothing.
+ * @buf/@n: what a recv returned (n <= 0: nothing).
+ */
+static int store_error(const unsigned char *buf, long n, const char *path)
+{
+	struct coffer_msg_error e;
+	struct coffer_msg_hdr h;
+
+	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 || h.type != COFFER_MSG_ERROR)
+		return 0;
+	memcpy(&e, buf + sizeof(h), sizeof(e));
+	e.message[sizeof(e.message) - 1] = '\0';
+	fprintf(stderr, "coffer-stat: the store at %s refused: %s (%d: %s)\n", path,
+		e.message[0] ? e.message : "no reason given", e.status, coffer_strerror(e.status));
+	return 1;
+}
+
+/*
+ * After a failed send, or a reset while waiting: the store may have closed us after one
+ * ERROR. A Unix socket whose peer closed with our request unread reports ECONNRESET once,
+ * before the queued messages, so this reads (without waiting) up to twice.
+ */
+static int queued_store_error(int fd, unsigned char *buf, size_t cap, const char *path)
+{
+	unsigned int nfds;
+
+	for (int tries = 0; tries < 2; tries++) {
+		long n = coffer__recv_fds(fd, buf, cap, NULL, &nfds, 0, MSG_DONTWAIT);
+
+		if (n != -ECONNRESET)
+			return store_error(buf, n, path);
+	}
+	return 0;
+}
 
 static const char usage[] =
     "usage: coffer-stat [-s SOCKET] [--json] [--help]\n"
@@ -31,7 +72,9 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_store_info)];
+	/* room for the reply or for an ERROR, whichever is larger */
+	unsigned char buf[sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_store_info) +
+			  sizeof(struct coffer_msg_error)];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct coffer_store_info info;
 	struct coffer_msg_hdr h;
@@ -84,14 +127,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
-	if (coffer__send_fds(fd, &h, sizeof(h), NULL, 0, 0) < 0) {
-		fprintf(stderr, "coffer-stat: send: %s\n", strerror(errno));
+	n = coffer__send_fds(fd, &h, sizeof(h), NULL, 0, 0);
+	if (n < 0) {
+		if (!queued_store_error(fd, buf, sizeof(buf), path))
+			fprintf(stderr, "coffer-stat: send to %s: %s\n", path, strerror((int)-n));
+		close(fd);
 		return 1;
 	}
 	n = coffer__recv_fds(fd, buf, sizeof(buf), NULL, &nfds, 0, 0);
+	if (store_error(buf, n, path) ||
+	    ((n == -ECONNRESET || n == -EPIPE) && queued_store_error(fd, buf, sizeof(buf), path))) {
+		close(fd);
+		return 1;
+	}
 	close(fd);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_QUERY_REPLY) {
+	    h.type != COFFER_MSG_QUERY_REPLY || h.length < sizeof(h) + sizeof(info)) {
 		fprintf(stderr, "coffer-stat: %s from %s\n",
 			n == -EAGAIN ? "no reply in time (store stopped, or not a coffer-store?)"
 				     : "bad or no reply",

@@ -21,16 +21,22 @@ static const char usage[] =
     "usage: coffer-store -m SIZE [-s SOCKET] [-d HUGETLBFS_DIR] [--hugepages=auto|on|off]\n"
     "                    [--socket-mode=MODE] [--max-files=N] [-v|-q] [--help]\n"
     "\n"
-    "  -m, --memory SIZE      arena bytes, created and prefaulted at start-up; suffix K, M,\n"
-    "                         G or T (powers of 1024); rounded up to the page size\n"
+    "  -m, --memory SIZE      arena bytes, created and prefaulted at start-up; a decimal\n"
+    "                         number with an optional suffix K, M, G or T in either case,\n"
+    "                         each a power of 1024, optionally followed by i and/or B\n"
+    "                         (1G = 1g = 1GiB = 1GB = 2^30 bytes; a bare B means bytes);\n"
+    "                         rounded up to the page size\n"
     "  -s, --socket SOCKET    Unix socket to listen on; default $COFFER_SOCKET, else\n"
     "                         $XDG_RUNTIME_DIR/coffer.sock, else /run/user/UID/coffer.sock,\n"
     "                         else /tmp/coffer-UID.sock\n"
     "  -d, --hugetlbfs DIR    create the arena in this hugetlbfs mount\n"
     "  --hugepages=MODE       auto (default: hugepages if available, else ordinary memory\n"
     "                         with a notice), on (hugepages or fail), off\n"
-    "  --socket-mode=MODE     octal permissions of the socket (default 0600); group bits\n"
-    "                         also admit clients of the store's group\n"
+    "  --socket-mode=MODE     octal permissions of the socket, 0600 (default) or up to\n"
+    "                         0660: the store admits only its own user and, when MODE\n"
+    "                         has group bits, users whose group is the store's group;\n"
+    "                         'other' bits (e.g. 0666) are refused, as they would admit\n"
+    "                         no one\n"
     "  --max-files=N          set the open-file limit (RLIMIT_NOFILE, soft) to N (0, or at\n"
     "                         least 16), higher or lower than the inherited one, at most the\n"
     "                         hard limit; default: the hard limit; 0: keep the inherited\n"
@@ -63,7 +69,8 @@ static int bad(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* SIZE with an optional K/M/G/T suffix (coffer__parse_size); 0 bytes is refused, and so is
+/* SIZE with an optional K/M/G/T suffix, any case, then optional i and B (coffer__parse_size:
+ * "1G", "1g", "1GiB" and "1GB" are all 2^30 bytes); 0 bytes is refused, and so is
  * anything at or above 2^62 bytes, which no machine can back and whose rounding up to a
  * hugepage multiple would wrap to 0. */
 static int parse_size(const char *s, uint64_t *out)
@@ -159,9 +166,17 @@ int main(int argc, char **argv)
 
 			if (optarg[0] == '\0' || *end != '\0' || m > 0777 || (m & 0600) != 0600)
 				return bad(
-				    "bad --socket-mode '%s': want octal <= 0777 with owner rw "
+				    "bad --socket-mode '%s': want octal <= 0770 with owner rw "
 				    "(e.g. 0600, 0660)",
 				    optarg);
+			/* The peer-credential check admits the store's user and, with group
+			 * bits, its group: 'other' bits would let anyone connect only to be
+			 * refused, so a mode that promises them access is refused here. */
+			if (m & 0007)
+				return bad("bad --socket-mode '%s': 'other' bits admit no one (the "
+					   "store serves only its own user, and its group with "
+					   "group bits); use e.g. 0660",
+					   optarg);
 			cfg.socket_mode = (mode_t)m;
 			break;
 		}

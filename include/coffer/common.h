@@ -75,6 +75,28 @@ COFFER_API int coffer_fini(void);
  */
 COFFER_API const char *coffer_strerror(int err);
 
+/**
+ * coffer_env_check() - name the first client COFFER_* environment variable that coffer
+ * would refuse, for an error message.
+ * @name: out (may be NULL): the bad variable's name, a static NUL-terminated string; NULL
+ *        when none is bad.
+ *
+ * coffer_init() and coffer_connect() fail with -EINVAL, rather than take the default, when
+ * a variable they read is set (non-empty) but is not plain decimal digits within its range
+ * (README.md "Linking a client"). This checks the same variables with the same ranges, in this
+ * order: COFFER_HHASH_BUCKETS_LOG2 (1..26), COFFER_HHASH_LOCKS_LOG2 (1..26, and not above
+ * COFFER_HHASH_BUCKETS_LOG2, default 18), COFFER_RCU_PERCPU (0 or 1), COFFER_BATCH
+ * (1..4096), COFFER_MAP_POPULATE (0 or 1), COFFER_POLL_SPIN_US (0..1000000, microseconds),
+ * COFFER_STORE_TIMEOUT_MS (100..3600000, milliseconds). The store's own variables
+ * (COFFER_STORE_SPIN_US, COFFER_STORE_SWEEP_US) are coffer-store's to check.
+ *
+ * Return: 0 (every variable unset, empty or valid; *@name = NULL); -EINVAL (*@name names
+ * the first bad one).
+ * Context: any thread; needs no coffer_init(); reads the environment with getenv(), so not
+ * concurrently with setenv()/unsetenv(). Takes no lock.
+ */
+COFFER_API int coffer_env_check(const char **name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,8 +80,12 @@ int bench_usage_error(const char *cmd, const char *what);
  * something at @path that is not a usable coffer-store (any other error, named).
  */
 void bench_connect_failed(const char *cmd, const char *path, int err);
-/* Appended to an -EINVAL from coffer_init() or coffer_connect(): the likely cause. */
-#define BENCH_ENV_HINT " (a COFFER_* environment variable out of its range? see README)"
+/*
+ * Appended to an error from coffer_init() or coffer_connect(): for -EINVAL caused by a bad
+ * COFFER_* environment variable, " (environment variable NAME=VALUE ...)" naming it
+ * (coffer_env_check()); else "". The string lives until the next call (main thread only).
+ */
+const char *bench_env_hint(int err);
 
 /* ---- the thread harness -------------------------------------------------------------- */
 

@@ -386,6 +386,20 @@ int bench_bad_value(const char *cmd, const struct option *lopts, int c, const ch
 	return bench_usage_error(cmd, NULL);
 }
 
+const char *bench_env_hint(int err)
+{
+	static char buf[256];
+	const char *name;
+
+	if (err != -EINVAL || coffer_env_check(&name) == 0)
+		return "";
+	snprintf(buf, sizeof(buf),
+		 " (environment variable %s=\"%s\" is not a decimal number in its range; see "
+		 "README.md \"Linking a client\")",
+		 name, getenv(name));
+	return buf;
+}
+
 void bench_connect_failed(const char *cmd, const char *path, int err)
 {
 	if (err == -ECONNREFUSED) {
@@ -399,6 +413,5 @@ void bench_connect_failed(const char *cmd, const char *path, int err)
 		coffer_strerror(err),
 		err == -EPROTOTYPE || err == -ETIMEDOUT || err == -EPROTO
 		    ? " (is another program listening there?)"
-		: err == -EINVAL ? BENCH_ENV_HINT
-				 : "");
+		    : bench_env_hint(err));
 }

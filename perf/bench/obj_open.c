@@ -348,7 +348,7 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	err = coffer_init();
 	if (err) {
 		fprintf(stderr, "coffer-bench obj_open: coffer_init: %s%s\n", coffer_strerror(err),
-			err == -EINVAL ? BENCH_ENV_HINT : "");
+			bench_env_hint(err));
 		return BENCH_EXIT_VERIFY;
 	}
 	err = coffer_connect(path, &st.conn);

@@ -1258,7 +1258,7 @@ int coffer__bench_store_main(int argc, char **argv)
 	rc = coffer_init();
 	if (rc < 0) {
 		fprintf(stderr, "coffer-bench store: coffer_init: %s%s\n", coffer_strerror(rc),
-			rc == -EINVAL ? BENCH_ENV_HINT : "");
+			bench_env_hint(rc));
 		return BENCH_EXIT_VERIFY;
 	}
 	rc = coffer_connect(o.socket, &conn);

@@ -7,8 +7,10 @@
 # charts drawn by perf/plot.sh.
 #
 # usage: perf/bench/sweep.sh BUILDDIR OUTDIR NAME THREADS SECONDS [REPEAT [OBJECTS]]
-#   e.g. perf/bench/sweep.sh build perf/results 2core 1,2,4 1 3
-#        perf/bench/sweep.sh build perf/results 16core 1,2,4,8,16 2 3
+#   e.g. perf/bench/sweep.sh build/release perf/results 2core 1,2,4 1 3
+#        perf/bench/sweep.sh build/release perf/results 16core 1,2,4,8,16 2 3
+# BUILDDIR: a meson build with perf/bench/coffer-bench and tools/coffer-store (README.md's
+# build makes build/release); "auto": the first of build/release, build, build-* with both.
 # REPEAT (default 3): hash points are run that many times, impls interleaved; plot.sh and
 # summary.sh use the median. OBJECTS (default 100000): objects per thread in obj_open.
 # Writes OUTDIR/NAME.csv, OUTDIR/NAME.txt, OUTDIR/NAME-*.png. Exit status non-zero when any
@@ -20,12 +22,24 @@ if [ $# -lt 5 ] || [ $# -gt 7 ]; then
 	exit 2
 fi
 build=$1 out=$2 name=$3 threads=$4 seconds=$5 repeat=${6:-3} objects=${7:-100000}
+here=$(dirname "$0")
+# shellcheck source=../../tools/lib/build.sh
+. "$here/../../tools/lib/build.sh"
+# shellcheck disable=SC2034 # read by tools/lib/build.sh
+coffer_build_who=sweep.sh
+need="perf/bench/coffer-bench tools/coffer-store"
+if [ "$build" = auto ]; then
+	# shellcheck disable=SC2086 # $need: two paths
+	build=$(coffer_find_build $need) || {
+		echo "$0: no build directory among build/release, build, build-* holds $need;" \
+			"$(coffer_build_advice)" >&2
+		exit 2
+	}
+fi
+# shellcheck disable=SC2086
+coffer_check_build "$build" $need || exit 2
 bench=$build/perf/bench/coffer-bench
 store=$build/tools/coffer-store
-here=$(dirname "$0")
-for x in "$bench" "$store"; do
-	[ -x "$x" ] || { echo "$0: $x not built (ninja -C $build)" >&2; exit 2; }
-done
 mkdir -p "$out"
 csv=$out/$name.csv
 txt=$out/$name.txt

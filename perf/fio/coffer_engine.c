@@ -183,8 +183,20 @@ struct cf_data {
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
-/* Appended to an -EINVAL from coffer_init() or coffer_connect(): the likely cause. */
-#define CF_ENV_HINT " (a COFFER_* environment variable out of its range? see README)"
+/* Appended to an error from coffer_init() or coffer_connect(): for -EINVAL caused by a bad
+ * COFFER_* environment variable, the variable and its value (coffer_env_check()); else "". */
+static const char *cf_env_hint(int err, char *buf, size_t len)
+{
+	const char *name;
+
+	if (err != -EINVAL || coffer_env_check(&name) == 0)
+		return "";
+	snprintf(buf, len,
+		 " (environment variable %s=\"%s\" is not a decimal number in its range; see "
+		 "README.md \"Linking a client\")",
+		 name, getenv(name));
+	return buf;
+}
 
 static const char *cf_strerror(int err)
 {
@@ -681,8 +693,10 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_init();
 	if (rc < 0) {
+		char hint[256];
+
 		log_err("fio: coffer: runtime init failed: %s%s\n", cf_strerror(rc),
-			rc == -EINVAL ? CF_ENV_HINT : "");
+			cf_env_hint(rc, hint, sizeof(hint)));
 		td_verror(td, -rc, "coffer_init");
 		return 1;
 	}
@@ -690,13 +704,14 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_connect(path, &cd->conn);
 	if (rc < 0) {
-		char defpath[108] = "its default socket";
+		char defpath[108] = "its default socket", hint[256];
 
 		/* name the path the runtime tried (set coffer_socket or COFFER_SOCKET otherwise) */
 		if (!path && coffer__default_socket_path(defpath, sizeof(defpath)) != 0)
 			snprintf(defpath, sizeof(defpath), "its default socket");
 		log_err("fio: coffer: cannot connect to coffer-store at %s: %s%s\n",
-			path ? path : defpath, cf_strerror(rc), rc == -EINVAL ? CF_ENV_HINT : "");
+			path ? path : defpath, cf_strerror(rc),
+			cf_env_hint(rc, hint, sizeof(hint)));
 		cd->conn = COFFER_HANDLE_NULL;
 		td_verror(td, -rc, "coffer_connect");
 		return 1;

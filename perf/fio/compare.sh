@@ -105,19 +105,19 @@ store_size_for() {
 engine_so=""
 store_bin=""
 if [[ " ${engines[*]} " == *" coffer "* ]]; then
+	# shellcheck source=../../tools/lib/build.sh
+	. tools/lib/build.sh
+	# shellcheck disable=SC2034 # read by tools/lib/build.sh
+	coffer_build_who=compare.sh
+	need=(tools/coffer-store perf/fio/libcoffer_fio.so)
 	if [ -z "$build" ]; then
-		for d in build/release build build-*; do
-			if [ -x "$d/tools/coffer-store" ] && [ -f "$d/perf/fio/libcoffer_fio.so" ]; then
-				build=$d
-				break
-			fi
-		done
+		build=$(coffer_find_build "${need[@]}") ||
+			die "no build directory among build/release, build, build-* holds ${need[*]};" \
+				"$(coffer_build_advice), or give --build DIR"
 	fi
-	[ -n "$build" ] || die "no build directory with tools/coffer-store and perf/fio/libcoffer_fio.so (use --build)"
+	coffer_check_build "$build" "${need[@]}" || exit 2
 	store_bin=$build/tools/coffer-store
 	engine_so=$(cd "$build/perf/fio" && pwd)/libcoffer_fio.so
-	[ -x "$store_bin" ] || die "$store_bin is missing"
-	[ -f "$engine_so" ] || die "$engine_so is missing (configure with -Dfio_source=...)"
 fi
 
 work=$(mktemp -d /tmp/coffer-compare.XXXXXX)

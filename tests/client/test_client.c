@@ -392,11 +392,65 @@ static void test_invalid_args(void **state)
 		    {"COFFER_STORE_TIMEOUT_MS", "10s"},
 		};
 
+		/* coffer_init()'s variables: coffer_env_check() names them too */
+		static const char *const bad_init[][2] = {
+		    {"COFFER_HHASH_BUCKETS_LOG2", "0"},
+		    {"COFFER_HHASH_BUCKETS_LOG2", "27"},
+		    {"COFFER_HHASH_LOCKS_LOG2", "19"}, /* above the default 18 buckets */
+		    {"COFFER_RCU_PERCPU", "2"},
+		};
+		/* the largest value of each: accepted by coffer_connect() and the check alike */
+		static const char *const max_ok[][2] = {
+		    {"COFFER_BATCH", "4096"},
+		    {"COFFER_MAP_POPULATE", "1"},
+		    {"COFFER_POLL_SPIN_US", "1000000"},
+		    {"COFFER_STORE_TIMEOUT_MS", "3600000"},
+		};
+		const char *name = "unset";
+
+		/* the -EINVAL text points at the environment: nothing else explains it here */
+		assert_non_null(strstr(coffer_strerror(-EINVAL), "COFFER_* environment variable"));
+		assert_int_equal(coffer_env_check(&name), 0);
+		assert_null(name);
+		assert_int_equal(coffer_env_check(NULL), 0);
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			assert_int_equal(setenv(bad[i][0], bad[i][1], 1), 0);
 			assert_int_equal(coffer_connect(t->store.sock, &c), -EINVAL);
+			assert_int_equal(coffer_env_check(&name), -EINVAL);
+			assert_non_null(name);
+			assert_string_equal(name, bad[i][0]);
+			assert_int_equal(coffer_env_check(NULL), -EINVAL);
 			assert_int_equal(unsetenv(bad[i][0]), 0);
+			assert_int_equal(coffer_env_check(&name), 0);
 		}
+		for (size_t i = 0; i < sizeof(bad_init) / sizeof(bad_init[0]); i++) {
+			assert_int_equal(setenv(bad_init[i][0], bad_init[i][1], 1), 0);
+			assert_int_equal(coffer_env_check(&name), -EINVAL);
+			assert_string_equal(name, bad_init[i][0]);
+			assert_int_equal(unsetenv(bad_init[i][0]), 0);
+		}
+		/* locks may equal buckets; both at their largest */
+		assert_int_equal(setenv("COFFER_HHASH_BUCKETS_LOG2", "26", 1), 0);
+		assert_int_equal(setenv("COFFER_HHASH_LOCKS_LOG2", "26", 1), 0);
+		assert_int_equal(setenv("COFFER_RCU_PERCPU", "1", 1), 0);
+		assert_int_equal(coffer_env_check(&name), 0);
+		assert_int_equal(unsetenv("COFFER_HHASH_BUCKETS_LOG2"), 0);
+		assert_int_equal(unsetenv("COFFER_HHASH_LOCKS_LOG2"), 0);
+		assert_int_equal(unsetenv("COFFER_RCU_PERCPU"), 0);
+		for (size_t i = 0; i < sizeof(max_ok) / sizeof(max_ok[0]); i++) {
+			assert_int_equal(setenv(max_ok[i][0], max_ok[i][1], 1), 0);
+			assert_int_equal(coffer_env_check(&name), 0);
+			assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+			assert_int_equal(coffer_disconnect(c), 0);
+			assert_int_equal(unsetenv(max_ok[i][0]), 0);
+		}
+		/* the first bad one in the documented order is named */
+		assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "1", 1), 0);
+		assert_int_equal(setenv("COFFER_BATCH", "0", 1), 0);
+		assert_int_equal(coffer_env_check(&name), -EINVAL);
+		assert_string_equal(name, "COFFER_BATCH");
+		assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+		assert_int_equal(unsetenv("COFFER_BATCH"), 0);
 		assert_int_equal(setenv("COFFER_BATCH", "16", 1), 0);
 		assert_int_equal(setenv("COFFER_MAP_POPULATE", "0", 1), 0);
 		assert_int_equal(coffer_connect(t->store.sock, &c), 0);

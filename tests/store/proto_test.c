@@ -2,7 +2,8 @@
 /*
  * tests/store/proto_test.c - unit tests of the protocol helpers shared by client and store
  * (runtime/proto.c): header/length/count validation, request field validation, reply
- * bounds checks, fd passing without leaks, and the default socket path.
+ * bounds checks, fd passing without leaks, the default socket path, and the size syntax of
+ * the tools' command lines (coffer__parse_size).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,6 +213,38 @@ static void test_fd_passing_at_limit(void **state)
 	close(p[1]);
 }
 
+/* Every size form that coffer-store --help and docs/protocol.md document, and what is not. */
+static void test_parse_size(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t bytes;
+	} ok[] = {
+	    {"512", 512},	    {"512B", 512},	   {"512b", 512},
+	    {"4K", 4096},	    {"4k", 4096},	   {"4KiB", 4096},
+	    {"4KB", 4096},	    {"64M", 64ull << 20},  {"64m", 64ull << 20},
+	    {"64MiB", 64ull << 20}, {"64MB", 64ull << 20}, {"1G", 1ull << 30},
+	    {"1g", 1ull << 30},	    {"1GiB", 1ull << 30},  {"1GB", 1ull << 30},
+	    {"1gb", 1ull << 30},    {"2T", 2ull << 40},	   {"2t", 2ull << 40},
+	    {"2TiB", 2ull << 40},
+	};
+	static const char *const bad[] = {"",	"x",   "-1",	"+1",	" 1",  "1 G", "1Q",
+					  "1P", "1iB", "1Gi B", "1GBx", "1GG", "0x10"};
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = 0;
+		assert_int_equal(coffer__parse_size(ok[i].s, &v), 0);
+		assert_true(v == ok[i].bytes);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(coffer__parse_size(bad[i], &v), -EINVAL);
+	assert_int_equal(coffer__parse_size("99999999999999999999", &v), -ERANGE);
+	assert_int_equal(coffer__parse_size("16777216T", &v), -ERANGE); /* 2^64 bytes */
+}
+
 static void test_default_socket_path(void **state)
 {
 	char buf[108];
@@ -233,6 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_msg_check),		cmocka_unit_test(test_req_check),
 	    cmocka_unit_test(test_rep_check),		cmocka_unit_test(test_fd_passing),
 	    cmocka_unit_test(test_fd_passing_at_limit), cmocka_unit_test(test_default_socket_path),
+	    cmocka_unit_test(test_parse_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

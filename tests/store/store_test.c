@@ -6,6 +6,8 @@
  * store's used bytes are back to what the sealed objects hold and that it stops cleanly.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -937,6 +939,10 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "--hugepages=maybe", NULL},
 	    {"-m", "1M", "--socket-mode=0999", NULL},
 	    {"-m", "1M", "--socket-mode=0400", NULL},
+	    /* 'other' bits: the store would let anyone connect only to refuse them */
+	    {"-m", "1M", "--socket-mode=0666", NULL},
+	    {"-m", "1M", "--socket-mode=0777", NULL},
+	    {"-m", "1M", "--socket-mode=0601", NULL},
 	    {"-m", "1M", "--bogus", NULL},
 	    {"-m", "1M", "-s", NULL},
 	    {"-m", "1M", "extra", NULL},
@@ -1035,8 +1041,7 @@ static void test_socket_mode_and_stop(void **state)
 
 static void test_other_uid_refused(void **state)
 {
-	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0666",
-					   NULL};
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
 	struct rc_store st;
 	int status;
 	pid_t pid;
@@ -1045,7 +1050,9 @@ static void test_other_uid_refused(void **state)
 	if (geteuid() != 0)
 		skip(); /* needs root to become another uid */
 	assert_int_equal(rc_store_start(&st, args), 0);
-	assert_int_equal(chmod(st.dir, 0711), 0); /* let the other uid reach the socket */
+	/* let the other uid reach the socket: only the store's own check stands */
+	assert_int_equal(chmod(st.dir, 0711), 0);
+	assert_int_equal(chmod(st.sock, 0666), 0);
 	pid = fork();
 	if (pid == 0) {
 		struct rc_conn c;
@@ -1062,6 +1069,83 @@ static void test_other_uid_refused(void **state)
 	waitpid(pid, &status, 0);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
+/*
+ * Runs coffer-stat ($COFFER_STAT_EXE) -s @sock as @uid/@gid (when @uid is not ours), its
+ * stderr into @err (NUL-terminated, truncated to @cap). Return: its exit status, or 100+ on
+ * a failure to run it (103: could not switch uid).
+ */
+static int run_stat_as(const char *sock, uid_t uid, gid_t gid, char *err, size_t cap)
+{
+	const char *exe = getenv("COFFER_STAT_EXE");
+	int p[2], status;
+	size_t got = 0;
+	pid_t pid;
+	ssize_t r;
+
+	assert_non_null(exe);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		close(p[0]);
+		if (uid != geteuid() &&
+		    (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
+			_exit(103);
+		dup2(null, 1);
+		dup2(p[1], 2);
+		execl(exe, "coffer-stat", "-s", sock, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	close(p[1]);
+	while (got + 1 < cap && (r = read(p[0], err + got, cap - 1 - got)) > 0)
+		got += (size_t)r;
+	err[got] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/*
+ * A store refuses another user with one ERROR ("not the store's user", -EACCES) before it
+ * closes: coffer-stat must print that status and text, not "send: Broken pipe" or "bad or
+ * no reply" (it used to, depending on whether the close beat its QUERY). Repeated so that
+ * both orders are likely to be seen.
+ */
+static void test_stat_reports_refusal(void **state)
+{
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
+	struct rc_store st;
+	char err[512];
+	int i, rc;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* needs root to become another uid */
+	assert_int_equal(rc_store_start(&st, args), 0);
+	/* control: the store's own user gets its statistics */
+	assert_int_equal(run_stat_as(st.sock, geteuid(), getegid(), err, sizeof(err)), 0);
+	/* let the other uid reach the socket: only the store's own check stands */
+	assert_int_equal(chmod(st.dir, 0711), 0);
+	assert_int_equal(chmod(st.sock, 0666), 0);
+	for (i = 0; i < 20; i++) {
+		rc = run_stat_as(st.sock, 65534, 65534, err, sizeof(err));
+		if (rc == 103) {
+			assert_int_equal(rc_store_stop(&st), 0);
+			skip();
+		}
+		if (rc != 1 || strstr(err, "refused: not the store's user") == NULL ||
+		    strstr(err, "(-13: ") == NULL) {
+			(void)rc_store_stop(&st); /* not left running by the failure */
+			fail_msg("run %d: exit %d, stderr: %s", i, rc, err);
+		}
+	}
+	assert_true(rc_store_alive(&st));
 	assert_int_equal(rc_store_stop(&st), 0);
 }
 
@@ -1175,6 +1259,7 @@ int main(void)
 	    cmocka_unit_test(test_startup_refusal),
 	    cmocka_unit_test(test_foreign_socket_kept),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
+	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_other_uid_refused),
 	    cmocka_unit_test(test_hugepages),
 	    cmocka_unit_test(test_hugetlbfs_dir),
