@@ -38,8 +38,8 @@ COFFER_API int coffer_env_check(const char **name)
 		bad = "COFFER_HHASH_LOCKS_LOG2";
 	else if (coffer__env_rcu_percpu(&v) != 0)
 		bad = "COFFER_RCU_PERCPU";
-	else if (coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, &v) != 0)
-		bad = "COFFER_BATCH"; /* conn.c's conn_read_env() reads it with this range */
+	else if (coffer__env_batch(&v) != 0)
+		bad = "COFFER_BATCH";
 	else if (coffer__env_map_populate(&v) != 0)
 		bad = "COFFER_MAP_POPULATE";
 	else if (coffer__env_poll_spin_us(&v) != 0)

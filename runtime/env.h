@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "runtime/proto_util.h" /* COFFER_RING_ENTRIES_MAX */
+
 /*
  * coffer__env_u64() - the value of environment variable @name, in [@min, @max].
  * @out: in: the default; out: the value when the variable is set and valid.
@@ -20,8 +22,7 @@ int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 
 /* The client's variables, each with its one range (coffer_init() and coffer_connect() check
  * them; later readers take the value, or @out's default if it changed since);
- * coffer_env_check() (env.c) checks them all. COFFER_BATCH (1..COFFER_RING_ENTRIES_MAX) is
- * read in conn.c only. */
+ * coffer_env_check() (env.c) checks them all. */
 /* The handle hash's size when COFFER_HHASH_BUCKETS_LOG2 is unset. */
 #define COFFER_HHASH_DEFAULT_BUCKETS_LOG2 18
 
@@ -44,6 +45,12 @@ static inline int coffer__env_rcu_percpu(uint64_t *out)
 static inline int coffer__env_poll_spin_us(uint64_t *out)
 {
 	return coffer__env_u64("COFFER_POLL_SPIN_US", 0, 1000000, out);
+}
+
+/* Requests queued before they are published (conn.c). */
+static inline int coffer__env_batch(uint64_t *out)
+{
+	return coffer__env_u64("COFFER_BATCH", 1, COFFER_RING_ENTRIES_MAX, out);
 }
 
 static inline int coffer__env_map_populate(uint64_t *out)
