@@ -511,9 +511,8 @@ static int conn_read_env(struct coffer__conn *conn)
 	uint64_t batch = CONN_BATCH_DEFAULT, populate = 1, spin_us = 0;
 	uint64_t timeout_ms = COFFER_CTL_TIMEOUT_MS;
 
-	if (coffer__env_batch(&batch) ||
-	    coffer__env_map_populate(&populate) || coffer__env_poll_spin_us(&spin_us) ||
-	    coffer__env_store_timeout_ms(&timeout_ms))
+	if (coffer__env_batch(&batch) || coffer__env_map_populate(&populate) ||
+	    coffer__env_poll_spin_us(&spin_us) || coffer__env_store_timeout_ms(&timeout_ms))
 		return -EINVAL;
 	conn->batch = (uint32_t)batch;
 	conn->store_timeout_ms = (uint32_t)timeout_ms;
