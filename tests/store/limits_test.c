@@ -228,20 +228,47 @@ static void test_max_files(void **state)
 	assert_int_equal(got[2], (long)old.rlim_max);
 }
 
-static void test_idle_cpu(void **state)
+/* A 4 MiB store without hugepages, a raw client of it and a channel of @entries entries. */
+static void cpu_setup(struct rc_store *st, struct rc_conn *c, struct rc_chan *ch, uint32_t entries)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+
+	assert_int_equal(rc_store_start(st, args), 0);
+	assert_int_equal(rc_connect(c, st->sock), 0);
+	assert_int_equal(rc_chan_open(c, ch, entries), 0);
+}
+
+static void cpu_teardown(struct rc_store *st, struct rc_conn *c, struct rc_chan *ch)
+{
+	assert_int_equal(rc_chan_close(ch), 0);
+	rc_close(c);
+	assert_int_equal(rc_store_stop(st), 0);
+}
+
+/* The store's CPU time over the next second, in clock ticks, after @settle_us of rest;
+ * printed with @what. */
+static long cpu_ticks_in_1s(const struct rc_store *st, unsigned int settle_us, const char *what)
+{
+	long t0, t1;
+
+	usleep(settle_us);
+	t0 = cpu_ticks(st->pid);
+	usleep(1000000);
+	t1 = cpu_ticks(st->pid);
+	fprintf(stderr, "%s: %ld ticks of CPU in 1 s\n", what, t1 - t0);
+	return t1 - t0;
+}
+
+static void test_idle_cpu(void **state)
+{
 	struct coffer_req r;
 	struct coffer_rep rep;
 	struct rc_store st;
 	struct rc_conn c;
 	struct rc_chan ch;
-	long t0, t1;
 
 	(void)state;
-	assert_int_equal(rc_store_start(&st, args), 0);
-	assert_int_equal(rc_connect(&c, st.sock), 0);
-	assert_int_equal(rc_chan_open(&c, &ch, 64), 0);
+	cpu_setup(&st, &c, &ch, 64);
 	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
@@ -252,21 +279,14 @@ static void test_idle_cpu(void **state)
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
 	assert_int_equal(rep.status, 0);
-	usleep(100000);
-	t0 = cpu_ticks(st.pid);
-	usleep(1000000);
-	t1 = cpu_ticks(st.pid);
-	fprintf(stderr, "idle store with an open channel: %ld ticks of CPU in 1 s\n", t1 - t0);
-	assert_true(t1 - t0 <= 3);
+	assert_true(cpu_ticks_in_1s(&st, 100000, "idle store with an open channel") <= 3);
 	/* It still wakes for the ring (doorbell rung because the store sleeps). */
 	assert_int_equal(__atomic_load_n(&c.doorbell->store_sleeping, __ATOMIC_RELAXED), 1);
 	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
 	assert_int_equal(rep.status, 0);
-	assert_int_equal(rc_chan_close(&ch), 0);
-	rc_close(&c);
-	assert_int_equal(rc_store_stop(&st), 0);
+	cpu_teardown(&st, &c, &ch);
 }
 
 /*
@@ -277,37 +297,26 @@ static void test_idle_cpu(void **state)
  */
 static void test_stalled_reply_ring_cpu(void **state)
 {
-	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
 	struct coffer_req r[8];
 	struct coffer_rep rep[8];
 	struct rc_store st;
 	struct rc_conn c;
 	struct rc_chan ch;
-	long t0, t1;
 
 	(void)state;
-	assert_int_equal(rc_store_start(&st, args), 0);
-	assert_int_equal(rc_connect(&c, st.sock), 0);
-	assert_int_equal(rc_chan_open(&c, &ch, 8), 0);
+	cpu_setup(&st, &c, &ch, 8);
 	for (int i = 0; i < 8; i++)
 		rc_req_init(&c, &r[i], COFFER_OP_CONTAINS, (uint64_t)i + 1);
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* fills the reply ring */
 	usleep(20000);
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* no reply room for these */
-	usleep(200000);
-	t0 = cpu_ticks(st.pid);
-	usleep(1000000);
-	t1 = cpu_ticks(st.pid);
-	fprintf(stderr, "store beside a stalled reply ring: %ld ticks of CPU in 1 s\n", t1 - t0);
-	assert_true(t1 - t0 <= 5);
+	assert_true(cpu_ticks_in_1s(&st, 200000, "store beside a stalled reply ring") <= 5);
 	/* read the first 8 replies: the other 8 follow without a doorbell */
 	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
 	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(rep[i].status, 0);
-	assert_int_equal(rc_chan_close(&ch), 0);
-	rc_close(&c);
-	assert_int_equal(rc_store_stop(&st), 0);
+	cpu_teardown(&st, &c, &ch);
 }
 
 int main(int argc, char **argv)
