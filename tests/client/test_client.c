@@ -1525,6 +1525,24 @@ struct fc_arg {
 	int rc;
 };
 
+/* A listening socket named @name in the test's store directory, with @backlog, that no
+ * store serves: the test plays the store's end. Return: the fd; @sa: its address. */
+static int fake_listener(const struct tctx *t, const char *name, int backlog,
+			 struct sockaddr_un *sa)
+{
+	int lfd;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	assert_true(strlen(t->store.dir) + 1 + strlen(name) < sizeof(sa->sun_path));
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", t->store.dir, name);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(listen(lfd, backlog), 0);
+	return lfd;
+}
+
 static void *fc_connect(void *arg)
 {
 	struct fc_arg *a = arg;
@@ -1537,20 +1555,14 @@ static void *fc_connect(void *arg)
 static void test_fork_during_connect(void **state)
 {
 	struct tctx *t = *state;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa;
 	struct fc_arg a;
 	struct pollfd pfd;
-	int lfd, sfd, pfds[2], status;
+	int lfd = fake_listener(t, "fake.s", 4, &sa), sfd, pfds[2], status;
 	char buf[256], ch;
 	pthread_t th;
 	pid_t pid;
 
-	assert_true(strlen(t->store.dir) + 8 < sizeof(sa.sun_path));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fake.s", t->store.dir);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
 	setenv("COFFER_STORE_TIMEOUT_MS", "500", 1);
 	a.path = sa.sun_path;
 	a.rc = 1;
@@ -1614,17 +1626,11 @@ static void *bl_connect(void *arg)
 static void test_connect_backlog_full(void **state)
 {
 	struct tctx *t = *state;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa;
 	struct bl_arg a = {.rc = 1};
-	int lfd, fill[64], nfill = 0, waited = 0;
+	int lfd = fake_listener(t, "full.s", 0, &sa), fill[64], nfill = 0, waited = 0;
 	pthread_t th;
 
-	assert_true(strlen(t->store.dir) + 8 < sizeof(sa.sun_path));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/full.s", t->store.dir);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 0), 0);
 	/* fill the backlog: non-blocking connects until the listener refuses more */
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
