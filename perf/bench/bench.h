@@ -76,10 +76,12 @@ int bench_usage_error(const char *cmd, const char *what);
 
 /*
  * Prints why `coffer-bench @cmd` could not connect to the store at @path, given
- * coffer_connect()'s error @err: no store there (-ECONNREFUSED, with how to start one), or
- * something at @path that is not a usable coffer-store (any other error, named).
+ * coffer_connect()'s error @err: a bad COFFER_* environment variable (named, with
+ * coffer_env_check()), no store there (-ECONNREFUSED, with how to start one), or something
+ * at @path that is not a usable coffer-store (any other error, named).
+ * Return: the exit status to use: BENCH_EXIT_USAGE for the environment, else @nostore.
  */
-void bench_connect_failed(const char *cmd, const char *path, int err);
+int bench_connect_failed(const char *cmd, const char *path, int err, int nostore);
 /*
  * Appended to an error from coffer_init() or coffer_connect(): for -EINVAL caused by a bad
  * COFFER_* environment variable, " (environment variable NAME=VALUE ...)" naming it

@@ -400,18 +400,28 @@ const char *bench_env_hint(int err)
 	return buf;
 }
 
-void bench_connect_failed(const char *cmd, const char *path, int err)
+int bench_connect_failed(const char *cmd, const char *path, int err, int nostore)
 {
+	const char *name;
+
+	if (err == -EINVAL && coffer_env_check(&name) != 0) {
+		fprintf(stderr,
+			"coffer-bench %s: environment variable %s=\"%s\" is not a decimal number "
+			"in its range (README.md \"Linking a client\")\n",
+			cmd, name, getenv(name));
+		return BENCH_EXIT_USAGE;
+	}
 	if (err == -ECONNREFUSED) {
 		fprintf(stderr,
 			"coffer-bench %s: no coffer-store is running at %s.\n"
 			"Start one, e.g.: coffer-store -m 2G -s %s\n",
 			cmd, path, path);
-		return;
+		return nostore;
 	}
 	fprintf(stderr, "coffer-bench %s: cannot use %s as a coffer-store: %s%s\n", cmd, path,
 		coffer_strerror(err),
 		err == -EPROTOTYPE || err == -ETIMEDOUT || err == -EPROTO
 		    ? " (is another program listening there?)"
-		    : bench_env_hint(err));
+		    : "");
+	return nostore;
 }

@@ -353,9 +353,9 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	}
 	err = coffer_connect(path, &st.conn);
 	if (err) {
-		bench_connect_failed("obj_open", path, err);
+		err = bench_connect_failed("obj_open", path, err, OO_EXIT_NOSTORE);
 		coffer_fini();
-		return OO_EXIT_NOSTORE;
+		return err;
 	}
 	if (csv && bench_csv_open(csv)) {
 		fprintf(stderr, "coffer-bench: cannot open %s: %s\n", csv, strerror(errno));

@@ -1263,9 +1263,9 @@ int coffer__bench_store_main(int argc, char **argv)
 	}
 	rc = coffer_connect(o.socket, &conn);
 	if (rc < 0) {
-		bench_connect_failed("store", o.socket, rc);
+		rc = bench_connect_failed("store", o.socket, rc, ST_EXIT_NOSTORE);
 		coffer_fini();
-		return ST_EXIT_NOSTORE;
+		return rc;
 	}
 	if (o.do_cs || o.do_gr) {
 		/* Small-object sets must fit, or the store evicts them mid-run and the

@@ -10,7 +10,8 @@
 # (coffer, null, io_uring), 1 for the synchronous ones (mmap, psync).
 #
 # Usage: perf/fio/compare.sh [--csv FILE] [--runtime SECONDS] [--size SIZE] [--build DIR]
-#                            [--png FILE] [--store-size SIZE] [--numjobs LIST] [--keep]
+#                            [--png FILE] [--store-size SIZE] [--numjobs LIST]
+#                            [--engines LIST]
 #   --csv FILE       also write the CSV there (default: perf/results/fio-compare.csv)
 #   --runtime S      seconds per run (default 10)
 #   --size SIZE      per-job file size (default 1g)
