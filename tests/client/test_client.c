@@ -1470,6 +1470,41 @@ static void test_fork_inflight(void **state)
 }
 
 /*
+ * A forked child that does not use coffer and lives until idle_child_end(): it holds copies
+ * of every fd the parent had at the fork. Return: its pid; @release: out: the fd whose close
+ * lets it exit.
+ */
+static pid_t idle_child_start(int *release)
+{
+	int pfd[2];
+	char ch;
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[1]);
+		alarm(20);
+		_exit(read(pfd[0], &ch, 1) == 0 ? 0 : 1);
+	}
+	close(pfd[0]);
+	*release = pfd[1];
+	return pid;
+}
+
+/* Lets the child of idle_child_start() go and checks that it exited cleanly. */
+static void idle_child_end(pid_t pid, int release)
+{
+	int status;
+
+	close(release);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
  * A fork child that never touches coffer must not keep its parent's session alive in the
  * store. The child inherited a copy of every connection's socket; the parent's disconnect
  * (or death) then did not reach the store while the child lived, so the store kept the
@@ -1482,33 +1517,20 @@ static void test_fork_child_keeps_no_session(void **state)
 	struct tctx *t = *state;
 	coffer_handle_t c, oh;
 	struct coffer_oid oid;
-	int pfd[2], status;
+	int release;
 	void *wr;
 	pid_t pid;
-	char ch;
 
 	make_oid(&oid, 14, 1);
 	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
 	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
 	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, NULL), 0); /* unsealed: pinned */
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* a helper that does not use coffer: waits until the parent lets it go */
-		close(pfd[1]);
-		alarm(20);
-		_exit(read(pfd[0], &ch, 1) == 0 ? 0 : 1);
-	}
-	close(pfd[0]);
+	pid = idle_child_start(&release); /* a helper that does not use coffer */
 	assert_int_equal(coffer_obj_close(oh), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
 	/* the store aborted our unsealed object although the child still runs */
 	expect_used(t, 0);
-	close(pfd[1]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	idle_child_end(pid, release);
 	expect_handles_closed(t);
 }
 
@@ -1558,8 +1580,8 @@ static void test_fork_during_connect(void **state)
 	struct sockaddr_un sa;
 	struct fc_arg a;
 	struct pollfd pfd;
-	int lfd = fake_listener(t, "fake.s", 4, &sa), sfd, pfds[2], status;
-	char buf[256], ch;
+	int lfd = fake_listener(t, "fake.s", 4, &sa), sfd, release;
+	char buf[256];
 	pthread_t th;
 	pid_t pid;
 
@@ -1571,15 +1593,7 @@ static void test_fork_during_connect(void **state)
 	assert_true(sfd >= 0);
 	/* the connecting thread now waits for HELLO_REPLY */
 	assert_true(recv(sfd, buf, sizeof(buf), 0) > 0);
-	assert_int_equal(pipe(pfds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfds[1]);
-		alarm(20);
-		_exit(read(pfds[0], &ch, 1) == 0 ? 0 : 1);
-	}
-	close(pfds[0]);
+	pid = idle_child_start(&release);
 	pthread_join(th, NULL);
 	unsetenv("COFFER_STORE_TIMEOUT_MS");
 	assert_int_equal(a.rc, -ETIMEDOUT);
@@ -1588,10 +1602,7 @@ static void test_fork_during_connect(void **state)
 	pfd.events = POLLIN;
 	assert_int_equal(poll(&pfd, 1, 5000), 1);
 	assert_int_equal(recv(sfd, buf, sizeof(buf), MSG_DONTWAIT), 0);
-	close(pfds[1]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	idle_child_end(pid, release);
 	close(sfd);
 	close(lfd);
 	unlink(sa.sun_path);

@@ -254,13 +254,21 @@ struct race {
 	long n;
 };
 
-static void *close_oh(void *arg)
+/* Both racers start together. Return: this racer's slot in r->rc (0 or 1). */
+static int race_start(struct race *r)
 {
-	struct race *r = arg;
 	int me = atomic_fetch_add(&r->go, 1);
 
 	while (atomic_load(&r->go) < 2)
 		;
+	return me;
+}
+
+static void *close_oh(void *arg)
+{
+	struct race *r = arg;
+	int me = race_start(r); /* before the call: both go at once */
+
 	r->rc[me] = coffer_obj_close(r->oh);
 	return NULL;
 }
@@ -268,10 +276,8 @@ static void *close_oh(void *arg)
 static void *disconnect_c(void *arg)
 {
 	struct race *r = arg;
-	int me = atomic_fetch_add(&r->go, 1);
+	int me = race_start(r); /* before the call: both go at once */
 
-	while (atomic_load(&r->go) < 2)
-		;
 	r->rc[me] = coffer_disconnect(r->c);
 	return NULL;
 }
