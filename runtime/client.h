@@ -82,6 +82,10 @@ struct coffer__seg {
 	unsigned int refs; /* connections using it; under conn.c's g_seg_lock */
 	uint8_t *base;
 	uint64_t bytes;
+	/* The store's object index (runtime/proto.h), mapped read-only; NULL: none. */
+	const struct coffer_index_slot *index;
+	uint64_t index_seed;
+	uint32_t index_slots;
 	struct coffer__seg *next;
 };
 

@@ -171,8 +171,41 @@ static void conn_once(void)
 
 /* ---- arena segments ------------------------------------------------------------------ */
 
-/* Maps (or shares) the arena of segment @id. Consumes @fd. */
-static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **segp)
+/* Maps the store's object index of @h read-only into @s (which is not shared yet).
+ * Consumes @fd. Return: 0 (also when @h announces no index), or -EPROTO / -errno. */
+static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply *h, int fd,
+			 int flags)
+{
+	uint64_t bytes = (uint64_t)h->index_slots * sizeof(struct coffer_index_slot);
+	struct stat st;
+	void *p;
+	int rc = 0;
+
+	if (h->index_slots == 0 || fd < 0)
+		goto out;
+	if ((h->index_slots & (h->index_slots - 1)) != 0 || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+		rc = -EPROTO;
+		goto out;
+	}
+	p = mmap(NULL, bytes, PROT_READ, flags, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto out;
+	}
+	s->index = p;
+	s->index_slots = h->index_slots;
+	s->index_seed = h->index_seed;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Maps (or shares) the arena of segment @id and its object index. Consumes @fd and
+ * @index_fd. */
+static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hello_reply *h,
+		   int index_fd, struct coffer__seg **segp)
 {
 	struct coffer__seg *s;
 	struct stat st;
@@ -210,6 +243,13 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 		free(s);
 		goto out;
 	}
+	rc = seg_map_index(s, h, index_fd, flags);
+	index_fd = -1;
+	if (rc < 0) {
+		munmap(p, bytes ? bytes : 1);
+		free(s);
+		goto out;
+	}
 	s->id = id;
 	s->bytes = bytes;
 	s->base = p;
@@ -220,6 +260,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, struct coffer__seg **seg
 out:
 	pthread_mutex_unlock(&g_seg_lock);
 	close(fd);
+	if (index_fd >= 0)
+		close(index_fd);
 	return rc;
 }
 
@@ -240,6 +282,9 @@ static void seg_put(struct coffer__seg *seg)
 	pthread_mutex_unlock(&g_seg_lock);
 	if (last) {
 		munmap(seg->base, seg->bytes ? seg->bytes : 1);
+		if (seg->index != NULL)
+			munmap((void *)seg->index,
+			       (size_t)seg->index_slots * sizeof(struct coffer_index_slot));
 		free(seg);
 	}
 }
@@ -598,7 +643,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	char defpath[108];
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
-	int hello_fds[3] = {-1, -1, -1}, arena_fd, rc;
+	int hello_fds[4] = {-1, -1, -1, -1}, arena_fd, rc;
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
@@ -635,7 +680,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	if (rc < 0)
 		goto err_free;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
-			      sizeof(hello), hello_fds, 3);
+			      sizeof(hello), hello_fds, 4);
 	if (rc < 0)
 		goto err_free;
 	arena_fd = hello_fds[0];
@@ -650,12 +695,13 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 		rc = -EPROTO;
 	if (rc < 0) {
 		close(arena_fd);
+		close(hello_fds[3]);
 		goto err_free;
 	}
 	conn->segment = hello.segment;
 	conn->max_channels = hello.max_channels;
 	conn->max_ring_entries = hello.max_ring_entries;
-	rc = seg_get(hello.segment, hello.arena_bytes, arena_fd, &conn->seg);
+	rc = seg_get(hello.segment, hello.arena_bytes, arena_fd, &hello, hello_fds[3], &conn->seg);
 	if (rc < 0)
 		goto err_free;
 

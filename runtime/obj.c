@@ -817,6 +817,83 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
 	return coffer__chan_submit_vec(connh, evs, d, n);
 }
 
+/* One lookup of @oid in segment @s's object index and copy (coffer_obj_read_oid()).
+ * Return: bytes copied, -EAGAIN or -EPROTO. */
+static int64_t index_read(const struct coffer__seg *s, const uint8_t *oid, uint64_t offset,
+			  void *buf, uint64_t len, uint64_t *sizep)
+{
+	uint32_t want[COFFER_OID_SIZE / 4], mask = s->index_slots - 1;
+	uint64_t h, off, sz, n;
+	unsigned int attempt, i, k;
+
+	if (s->index == NULL)
+		return -EAGAIN;
+	memcpy(want, oid, sizeof(want));
+	h = coffer__index_hash(s->index_seed, oid);
+	for (attempt = 0; attempt < 4; attempt++) {
+		for (i = 0; i < COFFER_INDEX_PROBE; i++) {
+			const struct coffer_index_slot *x = &s->index[(h + i) & mask];
+			uint32_t q = __atomic_load_n(&x->seq, __ATOMIC_ACQUIRE);
+			uint32_t st = __atomic_load_n(&x->state, __ATOMIC_RELAXED);
+
+			if (q & 1)
+				continue; /* being rewritten: not ours, or a miss for now */
+			if (st == COFFER_INDEX_EMPTY)
+				return -EAGAIN;
+			if (st != COFFER_INDEX_LIVE)
+				continue;
+			for (k = 0; k < COFFER_OID_SIZE / 4; k++)
+				if (__atomic_load_n(&x->oid[k], __ATOMIC_RELAXED) != want[k])
+					break;
+			if (k < COFFER_OID_SIZE / 4)
+				continue;
+			off = __atomic_load_n(&x->offset, __ATOMIC_RELAXED);
+			sz = __atomic_load_n(&x->size, __ATOMIC_RELAXED);
+			/* Check the fields are one version before trusting them as bounds. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&x->seq, __ATOMIC_RELAXED) != q)
+				break;
+			if (off > s->bytes || sz > s->bytes - off)
+				return -EPROTO;
+			n = offset < sz ? sz - offset : 0;
+			n = n < len ? n : len;
+			if (n > 0)
+				memcpy(buf, s->base + off + offset, n);
+			/* The bytes are one sealed version only if the slot did not change
+			 * meanwhile: the store rewrites it before the block can be reused. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&x->seq, __ATOMIC_RELAXED) != q)
+				break;
+			if (sizep)
+				*sizep = sz;
+			return (int64_t)n;
+		}
+		if (i == COFFER_INDEX_PROBE)
+			return -EAGAIN;
+	}
+	return -EAGAIN;
+}
+
+/* coffer_obj_read_oid(): see coffer/store.h. */
+COFFER_API int64_t coffer_obj_read_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				       uint64_t offset, void *buf, uint64_t len, uint64_t *size)
+{
+	struct coffer__conn *conn;
+	int64_t rc;
+
+	if (!oid || (!buf && len > 0) ||
+	    (connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != COFFER_HTYPE_CONN)
+		return -EINVAL;
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (!conn || atomic_load_explicit(&conn->dead, memory_order_relaxed) != 0)
+		rc = -ENOTCONN;
+	else
+		rc = index_read(conn->seg, oid->id, offset, buf, len, size);
+	coffer__rcu_read_unlock();
+	return rc;
+}
+
 /* coffer_obj_release_oid(): see coffer/store.h. */
 COFFER_API int coffer_obj_release_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				      struct coffer_event *ev)

@@ -22,7 +22,7 @@
 
 #include "runtime/proto_util.h"
 
-_Static_assert(sizeof(struct coffer_hello_reply) == 24, "wire layout");
+_Static_assert(sizeof(struct coffer_hello_reply) == 40, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_open) == 8, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_open_reply) == 32, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_close) == 8, "wire layout");

@@ -60,7 +60,7 @@
 #include <coffer/store.h>
 
 #define COFFER_PROTO_MAGIC   0x52464643u /* "CFFR" read as little-endian bytes */
-#define COFFER_PROTO_VERSION 3u
+#define COFFER_PROTO_VERSION 4u
 
 enum coffer_msg_type {
 	COFFER_MSG_HELLO = 1,
@@ -128,6 +128,38 @@ struct coffer_hello_reply {
 	uint64_t arena_bytes;  /* size to mmap from the passed fd */
 	uint32_t max_channels; /* per client process */
 	uint32_t max_ring_entries;
+	uint64_t index_seed;  /* v4: seed of coffer__index_hash() for this store's index */
+	uint32_t index_slots; /* v4: slots in the object index (power of two; 0: no index) */
+	uint32_t rsvd;	      /* 0 */
+};
+
+/*
+ * Object index (v4): a table of sealed objects in shared memory that clients read without
+ * a request (coffer_obj_read_oid()), passed as HELLO_REPLY's fourth fd (read-only) when
+ * index_slots > 0. The store is its only writer. A sealed object that is an ID's current
+ * version is in at most one slot; the slot of ObjectID X is found by linear probing from
+ * coffer__index_hash(seed, X) & (index_slots - 1) over at most COFFER_INDEX_PROBE slots,
+ * stopping at an EMPTY one. The store fills a slot when an object is sealed and empties it
+ * (TOMB) before the object's arena block can be freed (delete, evict, replace).
+ * Every slot is a sequence lock: the store makes seq odd, then writes the other fields,
+ * then makes seq even again (release). A reader loads seq (acquire; odd: busy), reads the
+ * fields and copies the object's bytes, issues an acquire fence and loads seq again: the
+ * copy is good only when both loads are equal. An object not in the index (index full in
+ * its probe window, being written, or never sealed) is not missing: the client asks the
+ * store. Source: the Linux kernel's seqlock (include/linux/seqlock.h) across processes,
+ * and Plasma's idea of a client that reads sealed objects straight from shared memory.
+ */
+#define COFFER_INDEX_PROBE 16u
+enum { COFFER_INDEX_EMPTY = 0, COFFER_INDEX_LIVE = 1, COFFER_INDEX_TOMB = 2 };
+
+struct coffer_index_slot {
+	uint32_t seq;			   /* even: stable; odd: the store is writing this slot */
+	uint32_t state;			   /* COFFER_INDEX_EMPTY, _LIVE or _TOMB */
+	uint32_t oid[COFFER_OID_SIZE / 4]; /* the ObjectID's bytes (LIVE) */
+	uint32_t rsvd;
+	uint64_t offset; /* byte offset of the object in the arena segment */
+	uint64_t size;	 /* object size in bytes */
+	uint64_t pad[2];
 };
 
 struct coffer_chan_open {
@@ -210,6 +242,7 @@ struct coffer_doorbell {
 _Static_assert(sizeof(struct coffer_msg_hdr) == 16, "wire layout");
 _Static_assert(sizeof(struct coffer_req) == 64, "wire layout");
 _Static_assert(sizeof(struct coffer_rep) == 32, "wire layout");
+_Static_assert(sizeof(struct coffer_index_slot) == 64, "one cache line per slot");
 _Static_assert(sizeof(struct coffer_chan_shm) == 384, "wire layout");
 _Static_assert(sizeof(struct coffer_doorbell) == 576, "wire layout");
 _Static_assert(sizeof(struct coffer_doorbell) <= COFFER_DOORBELL_BYTES, "fits its page");

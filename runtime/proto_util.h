@@ -14,9 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
+#include <coffer/hash.h>
+
 #include "runtime/proto.h"
 
-/* Most file descriptors one socket message may carry (HELLO_REPLY carries three). */
+/* Most file descriptors one socket message may carry (HELLO_REPLY carries four). */
 #define COFFER_MSG_FDS_MAX 4
 
 /* Channel rings: limits the store enforces (and announces in HELLO_REPLY). */
@@ -220,6 +224,24 @@ int coffer__default_socket_path(char *buf, size_t len);
 static inline int coffer__ring_ok(uint32_t prod, uint32_t cons, uint32_t entries)
 {
 	return (uint32_t)(prod - cons) <= entries;
+}
+
+/**
+ * coffer__index_hash() - where ObjectID @oid starts its probe in a store's object index
+ * (runtime/proto.h, struct coffer_index_slot): the slot is the result & (index_slots - 1).
+ * @seed: HELLO_REPLY's index_seed.
+ * @oid: COFFER_OID_SIZE bytes.
+ * Return: the 64-bit hash. Context: any thread; pure.
+ */
+static inline uint64_t coffer__index_hash(uint64_t seed, const uint8_t *oid)
+{
+	uint64_t a, b;
+	uint32_t c;
+
+	memcpy(&a, oid, 8);
+	memcpy(&b, oid + 8, 8);
+	memcpy(&c, oid + 16, 4);
+	return coffer_hash_mix64(coffer_hash_mix64(a ^ seed) ^ b) ^ coffer_hash_mix64(c + seed);
 }
 
 #endif /* COFFER_PROTO_UTIL_H */

@@ -48,6 +48,7 @@ struct obj {
 	struct coffer__dl olink;       /* entry->old while AT_OLD */
 	struct coffer__dl clink;       /* creator->created while CREATED */
 	struct coffer__dl holders;     /* struct holder */
+	uint32_t islot;		       /* its index slot + 1 while published, else 0 */
 };
 
 struct entry {
@@ -115,6 +116,9 @@ struct coffer__ot {
 	uint64_t ncreated, nsealed, evictions, evicted_bytes;
 	uint64_t max_objects; /* bounds the store's private memory: max(capacity / 64, 65536) */
 	struct pool entries, objs, holders;
+	struct coffer_index_slot *index; /* NULL: no index */
+	uint32_t index_mask;
+	uint64_t index_seed, index_live, index_unplaced;
 	coffer__ot_deliver_fn deliver;
 	void *ctx;
 };
@@ -286,11 +290,92 @@ static void lru_update(struct coffer__ot *ot, struct obj *o)
 	}
 }
 
+/* ---- the shared object index (runtime/proto.h) ---- */
+
+/* Rewrite slot @x under its sequence lock. Only the store writes slots; every field is
+ * stored atomically (relaxed) because clients read them concurrently. */
+static void index_write(struct coffer_index_slot *x, uint32_t state, const uint8_t *oid,
+			uint64_t off, uint64_t size)
+{
+	uint32_t q = __atomic_load_n(&x->seq, __ATOMIC_RELAXED), w[COFFER_OID_SIZE / 4] = {0};
+	size_t i;
+
+	__atomic_store_n(&x->seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (oid != NULL)
+		memcpy(w, oid, sizeof(w));
+	for (i = 0; i < COFFER_OID_SIZE / 4; i++)
+		__atomic_store_n(&x->oid[i], w[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&x->offset, off, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->size, size, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->state, state, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+static uint32_t index_state(const struct coffer_index_slot *x)
+{
+	return __atomic_load_n(&x->state, __ATOMIC_RELAXED);
+}
+
+/* @o just became its entry's sealed current object: make it readable through the index.
+ * @slot: a slot + 1 to reuse (the version it replaces had it), or 0 to find one. When the
+ * probe window is full the object is simply not indexed (clients then ask the store). */
+static void index_publish(struct coffer__ot *ot, struct obj *o, uint32_t slot)
+{
+	uint64_t h;
+	uint32_t i;
+
+	if (ot->index == NULL)
+		return;
+	if (slot == 0) {
+		h = coffer__index_hash(ot->index_seed, o->e->oid);
+		for (i = 0; i < COFFER_INDEX_PROBE && slot == 0; i++)
+			if (index_state(&ot->index[(h + i) & ot->index_mask]) != COFFER_INDEX_LIVE)
+				slot = (uint32_t)((h + i) & ot->index_mask) + 1;
+		if (slot == 0) {
+			ot->index_unplaced++;
+			return;
+		}
+		ot->index_live++;
+	}
+	index_write(&ot->index[slot - 1], COFFER_INDEX_LIVE, o->e->oid, o->off, o->size);
+	o->islot = slot;
+}
+
+/* @o stops being readable through the index (before its block can be freed). A slot
+ * whose successor is EMPTY becomes EMPTY, and so do the TOMBs right before it: no probe
+ * can need to pass them (a probe stops at the first EMPTY), so misses stay short. */
+static void index_unpublish(struct coffer__ot *ot, struct obj *o)
+{
+	uint32_t x = o->islot - 1, m = ot->index_mask;
+
+	if (o->islot == 0)
+		return;
+	o->islot = 0;
+	ot->index_live--;
+	if (index_state(&ot->index[(x + 1) & m]) != COFFER_INDEX_EMPTY) {
+		index_write(&ot->index[x], COFFER_INDEX_TOMB, NULL, 0, 0);
+		return;
+	}
+	index_write(&ot->index[x], COFFER_INDEX_EMPTY, NULL, 0, 0);
+	for (x = (x - 1) & m; index_state(&ot->index[x]) == COFFER_INDEX_TOMB; x = (x - 1) & m)
+		index_write(&ot->index[x], COFFER_INDEX_EMPTY, NULL, 0, 0);
+}
+
+void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint32_t nslots,
+			  uint64_t seed)
+{
+	ot->index = nslots != 0 ? slots : NULL;
+	ot->index_mask = nslots - 1;
+	ot->index_seed = seed;
+}
+
 /* ---- objects ---- */
 
 static void obj_free(struct coffer__ot *ot, struct obj *o)
 {
 	/* Caller has unlinked o from its entry slot (cur/shadow) or it is AT_OLD. */
+	index_unpublish(ot, o);
 	if (coffer__dl_linked(&o->lru)) {
 		coffer__dl_del(&o->lru);
 		ot->evictable_bytes -= o->blk != NULL ? o->blk->size : 0;
@@ -329,6 +414,7 @@ static void detach_cur(struct coffer__ot *ot, struct entry *e, bool promote_shad
 {
 	struct obj *o = e->cur;
 
+	index_unpublish(ot, o);
 	e->cur = NULL;
 	if (o->refs == 0) {
 		o->where = 0;
@@ -639,6 +725,7 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 	coffer__dl_init(&o->olink);
 	coffer__dl_init(&o->clink);
 	coffer__dl_init(&o->holders);
+	o->islot = 0;
 	o->e = e;
 	o->state = ST_CREATED;
 	o->size = req->size;
@@ -696,6 +783,7 @@ static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct
 		   uint64_t h)
 {
 	struct entry *e = entry_find(ot, req->oid, h);
+	uint32_t slot = 0;
 	struct obj *o;
 	int err = 0;
 
@@ -703,6 +791,10 @@ static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct
 	if (o == NULL)
 		return err;
 	if (o->where == AT_SHADOW) {
+		/* The replacement takes over the index slot of the version it replaces in one
+		 * slot write: a reader sees the old object or the new one, never neither. */
+		slot = e->cur->islot;
+		e->cur->islot = 0;
 		detach_cur(ot, e, false);
 		e->shadow = NULL;
 		e->cur = o;
@@ -719,6 +811,7 @@ static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct
 		if (h != NULL)
 			holder_put(ot, h, 1);
 	}
+	index_publish(ot, o, slot);
 	lru_update(ot, o);
 	wake_waiters(ot, e);
 	return 0;
@@ -1064,6 +1157,40 @@ void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
 	st->waiters = ot->nwaiters;
 	st->entries = ot->nentries;
 	st->holders = ot->nholders;
+	st->index_live = ot->index_live;
+	st->index_unplaced = ot->index_unplaced;
+}
+
+/* The index matches the table: every LIVE slot is its ID's sealed current object, within
+ * COFFER_INDEX_PROBE of its home with no EMPTY slot between, and the count agrees. */
+static int index_check(const struct coffer__ot *ot)
+{
+	uint64_t live = 0, x, d;
+
+	for (x = 0; ot->index != NULL && x <= ot->index_mask; x++) {
+		const struct coffer_index_slot *sl = &ot->index[x];
+		uint8_t oid[COFFER_OID_SIZE];
+		const struct entry *e;
+
+		if (sl->seq & 1)
+			return -EFAULT;
+		if (sl->state != COFFER_INDEX_LIVE)
+			continue;
+		live++;
+		memcpy(oid, sl->oid, sizeof(oid));
+		e = entry_find(ot, oid, oid_hash(ot, oid));
+		if (e == NULL || e->cur == NULL || e->cur->islot != x + 1 ||
+		    e->cur->state != ST_SEALED || e->cur->off != sl->offset ||
+		    e->cur->size != sl->size)
+			return -EFAULT;
+		d = (x - coffer__index_hash(ot->index_seed, oid)) & ot->index_mask;
+		if (d >= COFFER_INDEX_PROBE)
+			return -EFAULT;
+		for (; d > 0; d--)
+			if (ot->index[(x - d) & ot->index_mask].state == COFFER_INDEX_EMPTY)
+				return -EFAULT;
+	}
+	return live == ot->index_live ? 0 : -EFAULT;
 }
 
 int coffer__ot_check(const struct coffer__ot *ot)
@@ -1082,5 +1209,5 @@ int coffer__ot_check(const struct coffer__ot *ot)
 	}
 	if (evictable != ot->evictable_bytes || ot->arena.used > ot->arena.capacity)
 		return -EFAULT;
-	return 0;
+	return index_check(ot);
 }

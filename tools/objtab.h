@@ -37,6 +37,8 @@ typedef void (*coffer__ot_deliver_fn)(void *ctx, struct coffer__owner *owner, ui
 struct coffer__ot_stats {
 	uint64_t capacity, used, objects_created, objects_sealed, evictions, evicted_bytes;
 	uint64_t waiters, entries, holders;
+	uint64_t index_live;	 /* objects readable through the shared index */
+	uint64_t index_unplaced; /* seals whose object found no index slot (since start) */
 };
 
 /**
@@ -123,6 +125,19 @@ void coffer__ot_expire(struct coffer__ot *ot, uint64_t now_us);
 
 /** coffer__ot_next_deadline() - earliest waiting deadline in monotonic us, or UINT64_MAX. */
 uint64_t coffer__ot_next_deadline(const struct coffer__ot *ot);
+
+/**
+ * coffer__ot_set_index() - keep the shared object index (runtime/proto.h, struct
+ * coffer_index_slot) in @slots from now on: every object sealed later is published there
+ * (when its probe window has room) and removed before its arena block can be freed. Call
+ * it once, right after coffer__ot_create(), on zeroed memory.
+ * @ot: the table.
+ * @slots: @nslots slots (shared memory the store maps writable).
+ * @nslots: a power of two, or 0 for no index.
+ * @seed: the seed of coffer__index_hash() announced to clients.
+ */
+void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint32_t nslots,
+			  uint64_t seed);
 
 /** coffer__ot_stats() - counters for QUERY. */
 void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/proto.h"
 #include "tools/log.h"
 #include "tools/shm.h"
 
@@ -345,4 +346,67 @@ void coffer__shm_destroy(struct coffer__shm *s)
 		close(s->fd);
 	s->base = NULL;
 	s->fd = -1;
+}
+
+int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes, char *err,
+			     size_t errlen)
+{
+	uint64_t slots = 1024;
+	char path[64];
+	int fd, rc;
+
+	memset(ix, 0, sizeof(*ix));
+	ix->fd_ro = -1;
+	while (slots < arena_bytes / 4096 && slots < (1u << 26))
+		slots <<= 1;
+	ix->bytes = slots * sizeof(struct coffer_index_slot);
+	fd = memfd_create("coffer-index", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "index: memfd_create: %s", strerror(errno));
+		return rc;
+	}
+	if (ftruncate(fd, (off_t)ix->bytes) != 0 || fallocate(fd, 0, 0, (off_t)ix->bytes) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot back the %" PRIu64 "-byte object index: %s",
+			 ix->bytes, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	ix->base = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (ix->base == MAP_FAILED) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot map the object index: %s", strerror(errno));
+		ix->base = NULL;
+		close(fd);
+		return rc;
+	}
+	/* Clients get a read-only open file description of the same memory, so none of them
+	 * can map it writable and mislead the others. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ix->fd_ro = open(path, O_RDONLY | O_CLOEXEC);
+	rc = -errno;
+	close(fd);
+	if (ix->fd_ro < 0) {
+		snprintf(err, errlen,
+			 "cannot reopen the object index read-only (%s): is /proc mounted?",
+			 strerror(-rc));
+		coffer__shm_index_destroy(ix);
+		return rc;
+	}
+	if (getrandom(&ix->seed, sizeof(ix->seed), 0) != sizeof(ix->seed))
+		ix->seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
+	ix->slots = (uint32_t)slots;
+	return 0;
+}
+
+void coffer__shm_index_destroy(struct coffer__shm_index *ix)
+{
+	if (ix->base != NULL)
+		munmap(ix->base, ix->bytes);
+	if (ix->fd_ro >= 0)
+		close(ix->fd_ro);
+	ix->base = NULL;
+	ix->fd_ro = -1;
 }

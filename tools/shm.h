@@ -46,4 +46,31 @@ void coffer__shm_destroy(struct coffer__shm *s);
  */
 uint64_t coffer__mem_available(void);
 
+/* The store's object index (runtime/proto.h, struct coffer_index_slot): ordinary shared
+ * memory the store writes and clients map read-only. */
+struct coffer__shm_index {
+	int fd_ro;	/* a read-only descriptor of it, passed to every client */
+	void *base;	/* the store's writable mapping */
+	uint64_t bytes; /* slots * sizeof(struct coffer_index_slot) */
+	uint32_t slots; /* power of two */
+	uint64_t seed;	/* random; announced in HELLO_REPLY */
+};
+
+/**
+ * coffer__shm_index_create() - create, size and prefault the object index for an arena of
+ * @arena_bytes bytes: one slot per 4 KiB of arena rounded up to a power of two, within
+ * 1024..2^26 slots (64 bytes each, about 1.6-3.1% of the arena).
+ * @ix: out.
+ * @arena_bytes: the arena's size in bytes.
+ * @err: out: on failure, one line saying what went wrong.
+ * @errlen: size of @err.
+ * Return: 0; -ENOMEM; other -errno (memfd_create, ftruncate, mmap, or /proc/self/fd not
+ * mounted: the read-only descriptor is opened through it).
+ */
+int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes, char *err,
+			     size_t errlen);
+
+/** coffer__shm_index_destroy() - unmap and close (a zeroed @ix is fine). */
+void coffer__shm_index_destroy(struct coffer__shm_index *ix);
+
 #endif /* COFFER_TOOLS_SHM_H */

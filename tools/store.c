@@ -155,6 +155,7 @@ struct sess {
 struct store {
 	const struct coffer__store_cfg *cfg;
 	struct coffer__shm shm;
+	struct coffer__shm_index index;
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
 	int lkind, sigkind;
@@ -815,9 +816,11 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		    .arena_bytes = st->shm.size,
 		    .max_channels = COFFER_CHANNELS_MAX,
 		    .max_ring_entries = COFFER_RING_ENTRIES_MAX,
+		    .index_seed = st->index.seed,
+		    .index_slots = st->index.slots,
 		};
 
-		int rc, out[3];
+		int rc, out[4];
 		void *db;
 
 		if (s->hello) {
@@ -833,7 +836,8 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		s->hello = 1;
 		out[0] = st->shm.fd;
 		out[2] = s->bell_efd;
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 3);
+		out[3] = st->index.fd_ro;
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 4);
 		close(out[1]); /* the page stays mapped; a queued reply holds its own copy */
 		return;
 	}
@@ -1489,6 +1493,12 @@ static int setup(struct store *st)
 		COFFER_LOG(COFFER_LOG_ERR, "cannot create the object table: %s", strerror(-rc));
 		return -1;
 	}
+	rc = coffer__shm_index_create(&st->index, st->shm.size, err, sizeof(err));
+	if (rc != 0) {
+		COFFER_LOG(COFFER_LOG_ERR, "cannot create the object index: %s", err);
+		return -1;
+	}
+	coffer__ot_set_index(st->ot, st->index.base, st->index.slots, st->index.seed);
 	st->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (st->epfd < 0) {
 		COFFER_LOG(COFFER_LOG_ERR, "epoll_create1: %s", strerror(errno));
@@ -1532,6 +1542,7 @@ static void teardown(struct store *st)
 	if (st->reserve_fd >= 0)
 		close(st->reserve_fd);
 	coffer__ot_destroy(st->ot);
+	coffer__shm_index_destroy(&st->index);
 	coffer__shm_destroy(&st->shm);
 }
 
@@ -1548,6 +1559,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	st->cfg = cfg;
 	st->epfd = st->lfd = st->sigfd = st->reserve_fd = -1;
 	st->shm.fd = -1;
+	st->index.fd_ro = -1;
 	coffer__dl_init(&st->sessions);
 	coffer__dl_init(&st->dirty_chans);
 	coffer__dl_init(&st->dirty_sess);

@@ -457,6 +457,42 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
 				      unsigned int n, int64_t timeout_us);
 
 /**
+ * coffer_obj_read_oid() - copy bytes of a sealed object into @buf straight from shared
+ * memory, without a request to the store, when the store's object index has the object.
+ * @connh: a connection.
+ * @oid: the ObjectID.
+ * @offset: first byte of the object to copy (bytes; at or past the end copies nothing).
+ * @buf: where to copy; may be NULL when @len is 0.
+ * @len: most bytes to copy.
+ * @size: out (may be NULL): the object's whole size in bytes (set on success only).
+ *
+ * The store keeps every sealed current version of an ID in an index in shared memory that
+ * clients map read-only (docs/protocol.md, "Object index"). This call looks @oid up there,
+ * copies min(@len, size - @offset) bytes, and checks that the entry did not change while it
+ * copied (a sequence lock per entry): the bytes are then exactly those of one sealed
+ * version, the one that was current at some moment during the call, and never a mix of
+ * two versions or of a freed block. It takes no reference and sends nothing, so the store
+ * spends no CPU on it; it does not count as a use for eviction (least-recently-used order
+ * follows gets only). Read-your-writes holds: once a seal (or delete) completed, every
+ * later call in any process sees its result.
+ * An index miss proves nothing: an object that is missing, unsealed, being replaced or
+ * deleted, kept out of the index (its probe window was full), or that changed during the
+ * copy four times in a row gives -EAGAIN; then get it from the store with
+ * coffer_obj_get_oid(), which also waits for it or reports -ENOENT.
+ * Return: the number of bytes copied (0..@len); -EINVAL (NULL @oid, NULL @buf with @len >
+ * 0, @connh not a connection handle); -ENOTCONN (connection unknown, disconnected or dead);
+ * -EAGAIN (not answered from the index, see above; @buf's contents are then undefined);
+ * -EPROTO (the index entry lies outside the arena: a broken store).
+ * Threads: any thread, any number at once; lock-free (an RCU read-side critical section
+ * around the connection lookup and the copy, so keep @len moderate: copies of gigabytes
+ * delay grace periods for their duration).
+ * Source: the Linux kernel's seqlock readers (include/linux/seqlock.h), applied across
+ * processes; Plasma's clients map sealed objects, but find them only through the store.
+ */
+COFFER_API int64_t coffer_obj_read_oid(coffer_handle_t connh, const struct coffer_oid *oid,
+				       uint64_t offset, void *buf, uint64_t len, uint64_t *size);
+
+/**
  * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.
  * @connh: a connection.
  * @oid: the ObjectID.

@@ -16,8 +16,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2688,6 +2690,208 @@ static void test_disconnect_while_busy(void **state)
 	expect_handles_closed(t);
 }
 
+/* ---- reads through the object index ---------------------------------------------------- */
+
+/* Create @oid with @size bytes of fill(@seed) and seal it (blocking). */
+static void put_oid(coffer_handle_t c, const struct coffer_oid *oid, uint64_t size,
+		    unsigned int flags, uint64_t seed)
+{
+	void *wr = NULL;
+
+	assert_int_equal(coffer_obj_create_oid(c, oid, size, flags, &wr, NULL), 0);
+	fill(wr, size, seed);
+	assert_int_equal(coffer_obj_seal_oid(c, oid, COFFER_SEAL_RELEASE, NULL), 0);
+}
+
+/* coffer_obj_read_oid(): what it copies, when it answers -EAGAIN, and its errors. */
+static void test_read_oid(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, cr, eq;
+	struct coffer_oid a, b, z, missing;
+	uint8_t buf[4096];
+	uint64_t sz = 0;
+	void *wr;
+
+	make_oid(&a, 30, 1);
+	make_oid(&b, 30, 2);
+	make_oid(&z, 30, 3);
+	make_oid(&missing, 30, 4);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	put_oid(c, &a, 1000, 0, 1);
+	/* another connection of the process reads it, whole and in parts */
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 1000);
+	assert_int_equal(sz, 1000);
+	assert_true(check(buf, 1000, 1));
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 100, buf, 50, NULL), 50);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(buf[i], (uint8_t)(1 * 131 + (100 + i) * 7));
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 990, buf, 50, &sz), 10);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 1000, buf, 50, &sz), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, UINT64_MAX, buf, 50, &sz), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, NULL, 0, &sz), 0);
+	assert_int_equal(sz, 1000);
+	/* missing and unsealed objects are not in the index */
+	assert_int_equal(coffer_obj_read_oid(cr, &missing, 0, buf, 10, NULL), -EAGAIN);
+	assert_int_equal(coffer_obj_create_oid(c, &b, 64, 0, &wr, NULL), 0);
+	fill(wr, 64, 2);
+	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, buf, 64, NULL), -EAGAIN);
+	assert_int_equal(coffer_obj_read_oid(c, &b, 0, buf, 64, NULL), -EAGAIN);
+	assert_int_equal(coffer_obj_seal_oid(c, &b, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, buf, 64, NULL), 64);
+	assert_true(check(buf, 64, 2));
+	/* a replacement is invisible until sealed, then read at once (read-your-writes) */
+	assert_int_equal(coffer_obj_create_oid(c, &a, 2000, COFFER_CREATE_REPLACE, &wr, NULL), 0);
+	fill(wr, 2000, 3);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 1000);
+	assert_true(check(buf, 1000, 1));
+	assert_int_equal(coffer_obj_seal_oid(c, &a, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 2000);
+	assert_int_equal(sz, 2000);
+	assert_true(check(buf, 2000, 3));
+	/* zero-byte objects */
+	put_oid(c, &z, 0, 0, 0);
+	sz = 1;
+	assert_int_equal(coffer_obj_read_oid(cr, &z, 0, buf, sizeof(buf), &sz), 0);
+	assert_int_equal(sz, 0);
+	/* deleted: gone from the index */
+	assert_int_equal(coffer_obj_delete(c, &a, NULL), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), NULL), -EAGAIN);
+	/* arguments */
+	assert_int_equal(coffer_obj_read_oid(cr, NULL, 0, buf, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, NULL, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_read_oid(eq, &b, 0, buf, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_read_oid(COFFER_HANDLE_NULL, &b, 0, buf, 1, NULL), -EINVAL);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, buf, 1, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_delete(c, &b, NULL), 0);
+	assert_int_equal(coffer_obj_delete(c, &z, NULL), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+struct read_race {
+	coffer_handle_t conn;
+	struct coffer_oid oid;
+	atomic_int done;
+	uint64_t hits, misses, torn;
+};
+
+/* The version written as object @v: 8 bytes of @v, then fill(@v); its size varies. Large
+ * enough that a reader's copy takes long enough to overlap the writer's next versions. */
+#define RACE_MAX (256u * 1024u + 6u * 4096u)
+static uint64_t race_size(uint64_t v)
+{
+	return 256 * 1024 + (v % 7) * 4096;
+}
+
+static void *read_race_reader(void *arg)
+{
+	struct read_race *r = arg;
+	uint8_t *buf = malloc(RACE_MAX);
+	uint64_t v, sz, last = 0;
+
+	if (buf == NULL) {
+		r->torn++;
+		return NULL;
+	}
+	while (!atomic_load(&r->done)) {
+		int64_t n = coffer_obj_read_oid(r->conn, &r->oid, 0, buf, RACE_MAX, &sz);
+
+		if (n == -EAGAIN) { /* deleted, or replaced during the copy */
+			r->misses++;
+			sched_yield();
+			continue;
+		}
+		if (n < 0) { /* cmocka cannot fail a test from another thread: count it */
+			r->torn++;
+			continue;
+		}
+		memcpy(&v, buf, sizeof(v));
+		/* one whole version: its size, its bytes, and never older than one seen */
+		if ((uint64_t)n != sz || sz != race_size(v) || !check(buf + 8, sz - 8, v) ||
+		    v < last)
+			r->torn++;
+		last = v;
+		r->hits++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Readers copy an object through the index while a writer replaces it as fast as it can,
+ * and deletes and re-creates it now and then: the freed block of each version is reused by
+ * the next one at once, so a copy that overlaps a replace reads a mix unless the sequence
+ * check catches it. No reader may ever see a mix, a wrong size, or an older version than
+ * one it saw; the writer reads its own write after every seal.
+ */
+static void test_read_oid_vs_replace(void **state)
+{
+	struct tctx *t = *state;
+	enum { READERS = 2, VERSIONS = 1000 };
+	struct read_race r[READERS];
+	pthread_t th[READERS];
+	coffer_handle_t cw, cr;
+	struct coffer_oid oid;
+	uint8_t *own = malloc(RACE_MAX);
+	uint64_t hits = 0, misses = 0, torn = 0, sz;
+
+	assert_non_null(own);
+	make_oid(&oid, 31, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &cw), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	for (uint64_t v = 1; v <= VERSIONS; v++) {
+		if (v == 2) /* readers start once there is something to read */
+			for (int i = 0; i < READERS; i++) {
+				memset(&r[i], 0, sizeof(r[i]));
+				r[i].conn = cr;
+				r[i].oid = oid;
+				assert_int_equal(
+				    pthread_create(&th[i], NULL, read_race_reader, &r[i]), 0);
+			}
+		uint64_t size = race_size(v);
+		uint8_t *wr = NULL;
+
+		if (v % 64 == 0 && v > 1)
+			assert_int_equal(coffer_obj_delete(cw, &oid, NULL), 0);
+		assert_int_equal(coffer_obj_create_oid(cw, &oid, size,
+						       v % 64 == 0 ? 0 : COFFER_CREATE_REPLACE,
+						       (void **)&wr, NULL),
+				 0);
+		memcpy(wr, &v, sizeof(v));
+		fill(wr + 8, size - 8, v);
+		assert_int_equal(coffer_obj_seal_oid(cw, &oid, COFFER_SEAL_RELEASE, NULL), 0);
+		assert_int_equal(coffer_obj_read_oid(cw, &oid, 0, own, RACE_MAX, &sz),
+				 (int64_t)size);
+		assert_int_equal(memcmp(own, &v, sizeof(v)), 0);
+	}
+	for (int i = 0; i < READERS; i++) {
+		atomic_store(&r[i].done, 1);
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		hits += r[i].hits;
+		misses += r[i].misses;
+		torn += r[i].torn;
+	}
+	printf("read-oid race: %d versions, %llu reads whole, %llu answered -EAGAIN, %llu torn "
+	       "or failed\n",
+	       VERSIONS, (unsigned long long)hits, (unsigned long long)misses,
+	       (unsigned long long)torn);
+	free(own);
+	assert_int_equal(torn, 0);
+	assert_true(hits > 0);
+	assert_int_equal(coffer_obj_delete(cw, &oid, NULL), 0);
+	assert_int_equal(coffer_disconnect(cw), 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2721,6 +2925,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_poller_before_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_channels_per_connection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_oid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_oid_vs_replace, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {

@@ -195,7 +195,9 @@ static void *fake_main(void *arg)
 	if (bell < 0)
 		goto fail;
 	{
-		int out[3] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell};
+		/* index_slots 0: the fourth fd (the object index) is not mapped */
+		int out[4] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell,
+			      memfd_create("fake-index", MFD_CLOEXEC)};
 		uint32_t sleeping = 1;
 
 		if (out[1] < 0 ||
@@ -203,9 +205,11 @@ static void *fake_main(void *arg)
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
 					   offsetof(struct coffer_doorbell, store_sleeping)) !=
 					sizeof(sleeping)) ||
-		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 3) < 0)
+		    out[3] < 0 ||
+		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 4) < 0)
 			goto fail;
 		close(out[1]);
+		close(out[3]);
 	}
 	close(arena);
 	if (f->short_doorbell || f->bad_bell) { /* the client must hang up, having mapped

@@ -120,10 +120,10 @@ static void test_connect_cycles(void **state)
 		if (i % 3 != 0) {
 			coffer__msg_hdr_init(&h, COFFER_MSG_HELLO, 0, sizeof(h));
 			assert_int_equal(rc_send_raw(&k, &h, sizeof(h), NULL, 0), 0);
-			if (i % 3 == 2) { /* read the reply, its arena fd and doorbells */
+			if (i % 3 == 2) { /* read the reply: arena, doorbells, index */
 				assert_true(rc_recv_msg(&k, buf, sizeof(buf), fds, &nfds, 5000) >
 					    0);
-				assert_int_equal(nfds, 3);
+				assert_int_equal(nfds, 4);
 				while (nfds > 0)
 					close(fds[--nfds]);
 			}
@@ -399,10 +399,10 @@ static void test_client_fd_limit(void **state)
 	assert_int_equal(rel_proc_sample(g_store.pid, &p0), 0);
 	rel_oid(&oid, 1);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
-	/* connect with room for nothing, the socket, or the socket and one or two of
-	 * HELLO_REPLY's three fds: -EMFILE (with some of them it was -EPROTO), and no fd of
+	/* connect with room for nothing, the socket, or the socket and one to three of
+	 * HELLO_REPLY's four fds: -EMFILE (with some of them it was -EPROTO), and no fd of
 	 * ours is left */
-	for (int room = 0; room < 4; room++) {
+	for (int room = 0; room < 5; room++) {
 		coffer_handle_t c2;
 		int lowest = lowest_free_fd();
 

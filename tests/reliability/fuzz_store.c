@@ -95,12 +95,18 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	check_rep(rep);
 }
 
+static struct coffer_index_slot g_index[64];
+
 static struct coffer__ot *ot_new(void)
 {
 	struct coffer__ot *ot;
 	int i;
 
 	FUZZ_ASSERT(coffer__ot_create(&ot, CAPACITY, SEGMENT, deliver, NULL) == 0);
+	/* A small object index, so that probe windows fill up and coffer__ot_check() checks
+	 * it against the table after every frame. */
+	memset(g_index, 0, sizeof(g_index));
+	coffer__ot_set_index(ot, g_index, sizeof(g_index) / sizeof(g_index[0]), 0x5eed);
 	for (i = 0; i < CLIENTS; i++) {
 		memset(&g_cl[i], 0, sizeof(g_cl[i]));
 		coffer__ot_owner_init(&g_cl[i].owner);

@@ -450,7 +450,8 @@ static void test_store_maps_only_its_own(void **state)
 	for (i = 0; i < ns; i++)
 		printf(" %s", snames[i]);
 	printf("\n");
-	assert_int_equal(ns, 1 + 3 + 1); /* the arena, three channel segments, the doorbell page */
+	/* the arena, three channel segments, the doorbell page, the object index */
+	assert_int_equal(ns, 1 + 3 + 1 + 1);
 	for (i = 0; i < ns; i++) {
 		int handed_out = 0;
 
@@ -469,6 +470,38 @@ static void test_store_maps_only_its_own(void **state)
 	stop();
 }
 
+/*
+ * The object index is the store's to write: every client gets a read-only descriptor of
+ * it, so none can map it writable, make its mapping writable, or write through the fd, and
+ * mislead the other clients' reads (coffer_obj_read_oid()).
+ */
+static void test_index_read_only(void **state)
+{
+	size_t bytes;
+	struct rc_conn c;
+	void *p;
+	char b = 1;
+
+	(void)state;
+	start((const char *[]){"-m", "2M", NULL});
+	assert_int_equal(rc_connect(&c, g_store.sock), 0);
+	assert_true(c.index_slots >= 1024);
+	assert_int_equal(c.index_slots & (c.index_slots - 1), 0);
+	bytes = (size_t)c.index_slots * sizeof(struct coffer_index_slot);
+	assert_int_equal(fcntl(c.index_fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	errno = 0;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c.index_fd, 0);
+	assert_true(p == MAP_FAILED);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(mprotect((void *)c.index, bytes, PROT_READ | PROT_WRITE), -1);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(pwrite(c.index_fd, &b, 1, 0), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(ftruncate(c.index_fd, 0), -1);
+	rc_close(&c);
+	stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +510,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_holds_only, teardown),
 	    cmocka_unit_test_teardown(test_offsets_inside_arena, teardown),
 	    cmocka_unit_test_teardown(test_store_maps_only_its_own, teardown),
+	    cmocka_unit_test_teardown(test_index_read_only, teardown),
 	};
 
 	if (getenv("COFFER_STORE_EXE") == NULL) {

@@ -18,7 +18,22 @@
 #include "runtime/proto_util.h"
 #include "tools/objtab.h"
 
-#define CAP (64u * 1024u)
+#define CAP	    (64u * 1024u)
+#define INDEX_SLOTS 32u
+
+/* Every table has a small object index, so coffer__ot_check() after each request also
+ * checks that the index follows the table (and probe windows fill up). */
+static struct coffer_index_slot g_index[INDEX_SLOTS];
+
+static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
+		    const struct coffer_rep *rep);
+
+static void ot_new(struct coffer__ot **ot)
+{
+	memset(g_index, 0, sizeof(g_index));
+	assert_int_equal(coffer__ot_create(ot, CAP, 1, deliver, NULL), 0);
+	coffer__ot_set_index(*ot, g_index, INDEX_SLOTS, 0x5eed);
+}
 
 static struct coffer_rep delivered[64];
 static struct coffer__owner *delivered_to[64];
@@ -72,6 +87,27 @@ static void empty_at_end(struct coffer__ot *ot)
 	assert_int_equal(st.waiters, 0);
 	assert_int_equal(st.holders, 0);
 	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.index_live, 0);
+	for (unsigned int i = 0; i < INDEX_SLOTS; i++)
+		assert_int_not_equal(g_index[i].state, COFFER_INDEX_LIVE);
+}
+
+/* The LIVE slot of ID @id as a client would find it (probe from the hash, stop at EMPTY),
+ * or NULL. */
+static const struct coffer_index_slot *index_find(uint8_t id)
+{
+	uint8_t oid[COFFER_OID_SIZE] = {id};
+	uint64_t h = coffer__index_hash(0x5eed, oid);
+
+	for (unsigned int i = 0; i < COFFER_INDEX_PROBE; i++) {
+		const struct coffer_index_slot *x = &g_index[(h + i) % INDEX_SLOTS];
+
+		if (x->state == COFFER_INDEX_EMPTY)
+			return NULL;
+		if (x->state == COFFER_INDEX_LIVE && memcmp(x->oid, oid, sizeof(oid)) == 0)
+			return x;
+	}
+	return NULL;
 }
 
 static void test_delete_with_pending_replacement(void **state)
@@ -81,7 +117,7 @@ static void test_delete_with_pending_replacement(void **state)
 	struct coffer_rep rep;
 
 	(void)state;
-	assert_int_equal(coffer__ot_create(&ot, CAP, 1, deliver, NULL), 0);
+	ot_new(&ot);
 	coffer__ot_owner_init(&a);
 	coffer__ot_owner_init(&b);
 	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 1, 100, 0, 0, NULL), 0);
@@ -115,7 +151,7 @@ static void test_release_by_offset_after_replace(void **state)
 	struct coffer_rep rep;
 
 	(void)state;
-	assert_int_equal(coffer__ot_create(&ot, CAP, 1, deliver, NULL), 0);
+	ot_new(&ot);
 	coffer__ot_owner_init(&a);
 	coffer__ot_owner_init(&b);
 	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 2, 1000, 0, 0, NULL), 0);
@@ -159,7 +195,7 @@ static void test_eviction_promotes_replacement_and_creator_dies(void **state)
 	struct coffer__ot_stats st;
 
 	(void)state;
-	assert_int_equal(coffer__ot_create(&ot, CAP, 1, deliver, NULL), 0);
+	ot_new(&ot);
 	coffer__ot_owner_init(&a);
 	coffer__ot_owner_init(&b);
 	/* Layout: old 3 [0, 16K) evictable; B's unsealed 9 [16K, 48K); A's replacement of
@@ -196,7 +232,7 @@ static void test_waiters_expire_in_order_and_drop_with_route(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(coffer__ot_create(&ot, CAP, 1, deliver, NULL), 0);
+	ot_new(&ot);
 	coffer__ot_owner_init(&a);
 	ndelivered = 0;
 	/* Timeouts 30, 10, 20 ms and one forever on route 2. */
@@ -228,6 +264,78 @@ static void test_waiters_expire_in_order_and_drop_with_route(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* The index holds exactly the sealed current objects: sealing publishes (when the probe
+ * window has room), a replacement takes over its predecessor's slot, delete and eviction
+ * remove; unsealed objects are never in it. */
+static void test_index_follows_table(void **state)
+{
+	const struct coffer_index_slot *x, *y;
+	struct coffer__owner a;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+	struct coffer_rep rep;
+	int i, placed = 0;
+
+	(void)state;
+	ot_new(&ot);
+	coffer__ot_owner_init(&a);
+	for (i = 1; i <= 40; i++) {
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, (uint8_t)i, 64, 0, 0, &rep), 0);
+		assert_null(index_find((uint8_t)i)); /* unsealed: not readable */
+		assert_int_equal(
+		    ex(ot, &a, COFFER_OP_SEAL, (uint8_t)i, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+		x = index_find((uint8_t)i);
+		if (x != NULL) {
+			assert_int_equal(x->offset, rep.offset);
+			assert_int_equal(x->size, 64);
+			assert_int_equal(x->seq % 2, 0);
+			placed++;
+		}
+	}
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.index_live, placed);
+	assert_int_equal(st.index_live + st.index_unplaced, 40);
+	assert_true(placed <= (int)INDEX_SLOTS);
+	assert_true(st.index_unplaced >= 40 - INDEX_SLOTS);
+	/* A replacement takes the same slot, with its own offset and size, once sealed. */
+	for (i = 1; (x = index_find((uint8_t)i)) == NULL; i++)
+		;
+	assert_int_equal(
+	    ex(ot, &a, COFFER_OP_CREATE, (uint8_t)i, 128, COFFER_CREATE_REPLACE, 0, &rep), 0);
+	assert_true(index_find((uint8_t)i) == x && x->size == 64);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, (uint8_t)i, 0, COFFER_SEAL_RELEASE, 0, NULL),
+			 0);
+	y = index_find((uint8_t)i);
+	assert_ptr_equal(y, x);
+	assert_int_equal(y->offset, rep.offset);
+	assert_int_equal(y->size, 128);
+	/* Delete removes. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, (uint8_t)i, 0, 0, 0, NULL), 0);
+	assert_null(index_find((uint8_t)i));
+	/* Eviction removes: fill the arena with objects that evict the 64-byte ones. */
+	for (i = 100; i < 104; i++) {
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, (uint8_t)i, CAP / 4, 0, 0, NULL), 0);
+		assert_int_equal(
+		    ex(ot, &a, COFFER_OP_SEAL, (uint8_t)i, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	}
+	coffer__ot_stats(ot, &st);
+	assert_true(st.evictions >= 1);
+	for (i = 1; i <= 40; i++) { /* an evicted object is gone from the index too */
+		assert_int_equal(ex(ot, &a, COFFER_OP_CONTAINS, (uint8_t)i, 0, 0, 0, &rep), 0);
+		if (rep.size == 0)
+			assert_null(index_find((uint8_t)i));
+	}
+	for (i = 1; i < 104; i++) {
+		int rc = ex(ot, &a, COFFER_OP_DELETE, (uint8_t)i, 0, 0, 0, NULL);
+
+		assert_true(rc == 0 || rc == -ENOENT);
+		assert_null(index_find((uint8_t)i));
+	}
+	coffer__ot_owner_gone(ot, &a);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +343,7 @@ int main(void)
 	    cmocka_unit_test(test_release_by_offset_after_replace),
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
+	    cmocka_unit_test(test_index_follows_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -211,6 +211,7 @@ int rc_connect_raw(struct rc_conn *c, const char *sock)
 	memset(c, 0, sizeof(*c));
 	c->next_tag = 1;
 	c->bell_efd = -1;
+	c->index_fd = -1;
 	strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
@@ -248,6 +249,16 @@ long rc_recv_msg(struct rc_conn *c, void *buf, size_t cap, int *fds, unsigned in
 	return n;
 }
 
+static void rc_unmap_index(struct rc_conn *c)
+{
+	if (c->index != NULL)
+		munmap((void *)c->index, (size_t)c->index_slots * sizeof(struct coffer_index_slot));
+	c->index = NULL;
+	if (c->index_fd >= 0)
+		close(c->index_fd);
+	c->index_fd = -1;
+}
+
 int rc_connect(struct rc_conn *c, const char *sock)
 {
 	unsigned char buf[256];
@@ -266,13 +277,14 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		goto fail;
 	n = rc_recv_msg(c, buf, sizeof(buf), fds, &nfds, 5000);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 3) {
+	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 4) {
 		rc = -EPROTO;
 		while (nfds > 0)
 			close(fds[--nfds]);
 		goto fail;
 	}
 	c->bell_efd = fds[2];
+	c->index_fd = fds[3];
 	c->doorbell =
 	    mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	close(fds[1]);
@@ -293,6 +305,15 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	c->index_slots = r.index_slots;
+	c->index_seed = r.index_seed;
+	c->index = mmap(NULL, (size_t)r.index_slots * sizeof(struct coffer_index_slot), PROT_READ,
+			MAP_SHARED, c->index_fd, 0);
+	if (c->index == MAP_FAILED) {
+		c->index = NULL;
+		rc = -ENOMEM;
+		goto fail;
+	}
 	{
 		/* One round trip: the store closes its copy of the doorbell page's fd just after
 		 * sending HELLO_REPLY, and tests count its fds as soon as we return. */
@@ -304,6 +325,7 @@ int rc_connect(struct rc_conn *c, const char *sock)
 	}
 	return 0;
 fail:
+	rc_unmap_index(c);
 	if (c->arena != NULL)
 		munmap(c->arena, c->arena_bytes);
 	c->arena = NULL;
@@ -320,6 +342,7 @@ fail:
 
 void rc_close(struct rc_conn *c)
 {
+	rc_unmap_index(c);
 	if (c->arena != NULL)
 		munmap(c->arena, c->arena_bytes);
 	if (c->doorbell != NULL)

@@ -50,10 +50,15 @@ struct rc_conn {
 	struct coffer_doorbell *doorbell; /* the connection's doorbell page (HELLO_REPLY) */
 	int bell_efd;	  /* the store's request doorbell for every channel (HELLO_REPLY, v3) */
 	bool no_doorbell; /* rc_chan_submit() leaves the doorbell bits alone (tests the sweep) */
+	int index_fd;	  /* the object index (HELLO_REPLY's fourth fd, v4), as the store sent it */
+	const struct coffer_index_slot *index; /* mapped read-only */
+	uint32_t index_slots;
+	uint64_t index_seed;
 };
 
-/** rc_connect() - connect, HELLO, map the arena and the doorbell page, keep the request
- * doorbell, then one QUERY round trip (the store is done with HELLO). 0 or -errno. */
+/** rc_connect() - connect, HELLO, map the arena, the doorbell page and the object index
+ * (read-only), keep the request doorbell and the index fd, then one QUERY round trip (the
+ * store is done with HELLO). 0 or -errno. */
 int rc_connect(struct rc_conn *c, const char *sock);
 /** rc_connect_raw() - connect only (no HELLO). 0 or -errno. */
 int rc_connect_raw(struct rc_conn *c, const char *sock);
