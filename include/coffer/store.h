@@ -69,6 +69,16 @@ struct coffer_get_vec {
 	uint64_t *size;		 /* out at completion with 0 (may be NULL): size in bytes */
 };
 
+/* One read of coffer_obj_read_oid_vec(). */
+struct coffer_read_vec {
+	struct coffer_oid oid; /* the ObjectID */
+	uint64_t offset;       /* first byte of the object to copy */
+	void *buf;	       /* where to copy (may be NULL when len is 0) */
+	uint64_t len;	       /* most bytes to copy */
+	int64_t result;	       /* out: bytes copied, or a negative errno (as coffer_obj_read_oid) */
+	uint64_t size;	       /* out when result >= 0: the object's size in bytes */
+};
+
 /* Statistics of the store, as coffer_store_query() and coffer-stat report them. */
 struct coffer_store_info {
 	uint64_t capacity_bytes;
@@ -491,6 +501,30 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
  */
 COFFER_API int64_t coffer_obj_read_oid(coffer_handle_t connh, const struct coffer_oid *oid,
 				       uint64_t offset, void *buf, uint64_t len, uint64_t *size);
+
+/**
+ * coffer_obj_read_oid_vec() - coffer_obj_read_oid() of @n ObjectIDs at once, with the
+ * memory misses of the batch overlapped.
+ * @connh: a connection.
+ * @reads: @n reads; each entry's result and size are written.
+ * @n: entries (0 is allowed).
+ *
+ * Each entry is exactly coffer_obj_read_oid(@connh, &oid, offset, buf, len, &size), its
+ * result in reads[i].result (bytes copied, -EAGAIN, -EINVAL for a NULL buf with len > 0, or
+ * -EPROTO). What the vector saves is waiting for memory one read at a time: it looks up
+ * every ID's index slot after prefetching them all, then starts loading the first bytes of
+ * every object found, then copies (group prefetching), so a batch of random small reads
+ * pays about one memory latency instead of two per read. One connection lookup and one
+ * RCU read-side critical section cover the whole call.
+ * Return: the number of entries answered from the index (result >= 0), 0..@n; -EINVAL
+ * (NULL @reads with @n > 0, @connh not a connection handle); -ENOTCONN (connection
+ * unknown, disconnected or dead; no entry is written).
+ * Threads: as coffer_obj_read_oid(); @reads belongs to the caller during the call.
+ * Source: Chen, Ailamaki, Gibbons, Mowry, "Improving Hash Join Performance through
+ * Prefetching" (ICDE 2004), group prefetching.
+ */
+COFFER_API int coffer_obj_read_oid_vec(coffer_handle_t connh, struct coffer_read_vec *reads,
+				       unsigned int n);
 
 /**
  * coffer_obj_release_oid() - drop one reference this client holds on an ObjectID.

@@ -117,6 +117,7 @@ struct cf_options {
 	unsigned int prefill;
 	unsigned int missing;
 	unsigned int spin_us;
+	unsigned int index;
 };
 
 /* What an event on the job's EQ belongs to. */
@@ -162,22 +163,28 @@ struct cf_file {
 struct cf_data {
 	coffer_handle_t conn;
 	coffer_handle_t eq;
-	bool runtime_up;	     /* coffer_init() succeeded: coffer_fini() owed */
-	unsigned int running;	     /* events launched on eq and not yet reaped */
-	struct io_u **events;	     /* completions of the current getevents call */
-	unsigned int nr_events;	     /* entries in events[] */
-	struct io_u **queued;	     /* queued since the last commit */
-	unsigned int nr_queued;	     /* entries in queued[] */
-	struct cf_req **pend;	     /* reads queued and not launched yet (cf_pend_flush) */
-	unsigned int nr_pend;	     /* entries in pend[] */
-	unsigned int depth;	     /* size of events[] and queued[] (td->o.iodepth) */
-	struct cf_op *retry;	     /* second stages waiting for channel room (LIFO) */
-	struct coffer_oid *rel_pend; /* blocks read and not yet released (COFFER_GET_BULK_MAX) */
-	const void **rel_data;	     /* and the pointers their gets returned (the exact version) */
-	unsigned int nr_rel_pend;    /* entries in rel_pend[] */
-	struct cf_op *rel_free;	     /* idle release events */
-	struct cf_op *rel_all;	     /* every release event, through ->chain */
-	unsigned char *prefilled;    /* per fileno: 1 once prefilled */
+	bool runtime_up;	      /* coffer_init() succeeded: coffer_fini() owed */
+	unsigned int running;	      /* events launched on eq and not yet reaped */
+	struct io_u **events;	      /* completions of the current getevents call */
+	unsigned int nr_events;	      /* entries in events[] */
+	struct io_u **queued;	      /* queued since the last commit */
+	unsigned int nr_queued;	      /* entries in queued[] */
+	struct cf_req **pend;	      /* reads queued and not launched yet (cf_pend_flush) */
+	unsigned int nr_pend;	      /* entries in pend[] */
+	struct io_u **ready;	      /* reads answered from the object index, not reaped yet */
+	struct coffer_read_vec *rvec; /* cf_pend_index()'s vector (depth entries) */
+	struct cf_req **rreq;	      /* and the read of each entry */
+	unsigned int nr_ready;	      /* entries in ready[] */
+	bool may_conflict;	      /* the job writes or trims: check reads against those */
+	bool index;		      /* coffer_index: try the object index first */
+	unsigned int depth;	      /* size of events[] and queued[] (td->o.iodepth) */
+	struct cf_op *retry;	      /* second stages waiting for channel room (LIFO) */
+	struct coffer_oid *rel_pend;  /* blocks read and not yet released (COFFER_GET_BULK_MAX) */
+	const void **rel_data;	      /* and the pointers their gets returned (the exact version) */
+	unsigned int nr_rel_pend;     /* entries in rel_pend[] */
+	struct cf_op *rel_free;	      /* idle release events */
+	struct cf_op *rel_all;	      /* every release event, through ->chain */
+	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
@@ -426,10 +433,65 @@ static void cf_retry_all(struct cf_data *cd, unsigned int max)
  * on the retry list: getevents relaunches it alone, and a lasting error completes its io_u
  * there (queue has already returned FIO_Q_QUEUED for it).
  */
+/* Whether a write or trim of this job to the block @op names is in flight. */
+static bool cf_block_busy(const struct cf_data *cd, const struct cf_op *op)
+{
+	for (unsigned int i = 0; i < cd->depth; i++) {
+		const struct cf_req *r = cd->reqs[i];
+
+		if (r &&
+		    (r->op.stage == CF_W_CREATE || r->op.stage == CF_W_SEAL ||
+		     r->op.stage == CF_T_DELETE) &&
+		    memcmp(&r->op.oid, &op->oid, sizeof(op->oid)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Answer the noted reads that the store's object index can answer (coffer_obj_read_oid_vec():
+ * lookups and copies in shared memory, no request, no store CPU, no release, and the memory
+ * misses of the batch overlapped) and drop them from pend[]; their io_us are reaped by the
+ * next getevents. A block with a write or trim of this job in flight goes to the store, in
+ * order after it, as before; so does every miss.
+ */
+static void cf_pend_index(struct cf_data *cd)
+{
+	unsigned int keep = 0, nv = 0;
+
+	for (unsigned int i = 0; i < cd->nr_pend; i++) {
+		struct cf_req *req = cd->pend[i];
+
+		if (cd->may_conflict && cf_block_busy(cd, &req->op))
+			continue;
+		cd->rreq[nv] = req;
+		cd->rvec[nv++] = (struct coffer_read_vec){
+		    .oid = req->op.oid, .buf = req->io_u->xfer_buf, .len = req->io_u->xfer_buflen};
+	}
+	if (nv == 0 || coffer_obj_read_oid_vec(cd->conn, cd->rvec, nv) <= 0)
+		return;
+	for (unsigned int v = 0; v < nv; v++) {
+		struct io_u *io_u = cd->rreq[v]->io_u;
+
+		if (cd->rvec[v].result < 0)
+			continue;
+		io_u->resid = io_u->xfer_buflen - (unsigned long long)cd->rvec[v].result;
+		cd->rreq[v]->op.stage = CF_IDLE;
+		cd->ready[cd->nr_ready++] = io_u;
+	}
+	for (unsigned int i = 0; i < cd->nr_pend; i++)
+		if (cd->pend[i]->op.stage == CF_R_GET)
+			cd->pend[keep++] = cd->pend[i];
+	cd->nr_pend = keep;
+}
+
 static void cf_pend_flush(struct cf_data *cd)
 {
 	struct coffer_get_vec gv[COFFER_GET_BULK_MAX];
 	unsigned int done = 0;
+
+	if (cd->index && cd->nr_pend)
+		cf_pend_index(cd);
 
 	while (done < cd->nr_pend) {
 		unsigned int m = cd->nr_pend - done;
@@ -683,9 +745,14 @@ static int cf_init(struct thread_data *td)
 	cd->queued = calloc(cd->depth, sizeof(*cd->queued));
 	cd->reqs = calloc(cd->depth, sizeof(*cd->reqs));
 	cd->pend = calloc(cd->depth, sizeof(*cd->pend));
+	cd->ready = calloc(cd->depth, sizeof(*cd->ready));
+	cd->rvec = calloc(cd->depth, sizeof(*cd->rvec));
+	cd->rreq = calloc(cd->depth, sizeof(*cd->rreq));
+	cd->index = o->index != 0;
+	cd->may_conflict = td_write(td) || td_trim(td);
 	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
 	cd->rel_data = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_data));
-	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->rel_pend ||
+	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->ready || !cd->rel_pend ||
 	    !cd->rel_data) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
@@ -770,6 +837,9 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->queued);
 	free(cd->reqs);
 	free(cd->pend);
+	free(cd->ready);
+	free(cd->rvec);
+	free(cd->rreq);
 	free(cd->rel_pend);
 	free(cd->rel_data);
 	free(cd);
@@ -914,6 +984,9 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 	if (t)
 		deadline = cf_now_us() + (int64_t)t->tv_sec * 1000000 + t->tv_nsec / 1000;
 
+	/* reads the object index answered at commit complete first (at most max) */
+	while (cd->nr_ready && cd->nr_events < max)
+		cd->events[cd->nr_events++] = cd->ready[--cd->nr_ready];
 	for (;;) {
 		int64_t tmo;
 		unsigned int want;
@@ -1254,6 +1327,17 @@ static struct fio_option cf_option_table[] = {
 	.def = "50",
 	.minval = 0,
 	.maxval = 1000000,
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "coffer_index",
+	.lname = "coffer object index",
+	.type = FIO_OPT_BOOL,
+	.off1 = offsetof(struct cf_options, index),
+	.help = "Read blocks straight from the store's shared object index when it has them "
+		"(no request to the store); 0: every read is a get",
+	.def = "1",
 	.category = FIO_OPT_C_ENGINE,
 	.group = FIO_OPT_G_INVALID,
     },

@@ -2757,6 +2757,44 @@ static void test_read_oid(void **state)
 	sz = 1;
 	assert_int_equal(coffer_obj_read_oid(cr, &z, 0, buf, sizeof(buf), &sz), 0);
 	assert_int_equal(sz, 0);
+	/* the vector form: 40 entries (more than one prefetch group), hits and misses mixed */
+	{
+		enum { NV = 40 };
+		struct coffer_read_vec rv[NV];
+		static uint8_t vb[NV][2048];
+
+		for (int i = 0; i < NV; i++)
+			rv[i] = (struct coffer_read_vec){.oid = i % 3 == 0   ? a
+								: i % 3 == 1 ? b
+									     : missing,
+							 .offset = (uint64_t)i,
+							 .buf = vb[i],
+							 .len = sizeof(vb[i]),
+							 .result = 12345};
+		rv[37].buf = NULL; /* a bad entry fails alone */
+		assert_int_equal(coffer_obj_read_oid_vec(cr, rv, NV), 26);
+		for (int i = 0; i < NV; i++) {
+			uint64_t want = i % 3 == 0 ? 2000 : 64;
+
+			if (i == 37) {
+				assert_int_equal(rv[i].result, -EINVAL);
+			} else if (i % 3 == 2) {
+				assert_int_equal(rv[i].result, -EAGAIN);
+			} else {
+				uint64_t n = want - (uint64_t)i < 2048 ? want - (uint64_t)i : 2048;
+
+				assert_int_equal(rv[i].result, (int64_t)n);
+				assert_int_equal(rv[i].size, want);
+				for (uint64_t k = 0; k < n; k++)
+					assert_int_equal(vb[i][k],
+							 (uint8_t)((i % 3 == 0 ? 3 : 2) * 131 +
+								   ((uint64_t)i + k) * 7));
+			}
+		}
+		assert_int_equal(coffer_obj_read_oid_vec(cr, rv, 0), 0);
+		assert_int_equal(coffer_obj_read_oid_vec(cr, NULL, 1), -EINVAL);
+		assert_int_equal(coffer_obj_read_oid_vec(eq, rv, 1), -EINVAL);
+	}
 	/* deleted: gone from the index */
 	assert_int_equal(coffer_obj_delete(c, &a, NULL), 0);
 	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), NULL), -EAGAIN);
@@ -2767,6 +2805,12 @@ static void test_read_oid(void **state)
 	assert_int_equal(coffer_obj_read_oid(COFFER_HANDLE_NULL, &b, 0, buf, 1, NULL), -EINVAL);
 	assert_int_equal(coffer_disconnect(cr), 0);
 	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, buf, 1, NULL), -ENOTCONN);
+	{
+		struct coffer_read_vec rv = {.oid = b, .buf = buf, .len = 1, .result = 7};
+
+		assert_int_equal(coffer_obj_read_oid_vec(cr, &rv, 1), -ENOTCONN);
+		assert_int_equal(rv.result, 7); /* no entry written */
+	}
 	assert_int_equal(coffer_obj_delete(c, &b, NULL), 0);
 	assert_int_equal(coffer_obj_delete(c, &z, NULL), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
