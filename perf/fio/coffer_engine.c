@@ -1135,6 +1135,14 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 			cff->prefix[8 + i] = (uint8_t)(h2 >> (8 * i));
 		FILE_SET_ENG_DATA(f, cff);
 	}
+	/*
+	 * fio asks for the file's size (cf_get_file_size) before it computes where the job
+	 * starts (offset=, offset_increment=, offset=N%), and drops every I/O that would end past
+	 * that size without a word: a job starting past it did nothing and exited 0. A store
+	 * file has no size of its own: it is as long as the job's I/O needs, known by now.
+	 */
+	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
+		f->real_file_size = f->file_offset + f->io_size;
 
 	if (o->prefill && td_read(td)) {
 		if (!cd->prefilled) {
