@@ -89,6 +89,8 @@
 
 #include "runtime/proto_util.h"
 
+#include "coffer_oid.h"
+
 #if FIO_IOOPS_VERSION != 31
 #error "perf/fio/coffer_engine.c is written against fio 3.33 (FIO_IOOPS_VERSION 31)"
 #endif
@@ -155,7 +157,7 @@ struct cf_req {
 
 /* Per file state (fio_file->engine_data). */
 struct cf_file {
-	uint8_t prefix[COFFER_OID_SIZE - 8];
+	uint8_t prefix[CF_PREFIX_SIZE]; /* names the file's blocks (coffer_oid.h) */
 };
 
 /* Per job state (td->io_ops_data). */
@@ -203,34 +205,9 @@ static const char *cf_strerror(int err)
 	return coffer_strerror(err);
 }
 
-/* 64-bit FNV-1a with a splitmix64 finaliser: the finaliser spreads FNV's weak high bits. */
-static uint64_t cf_hash64(uint64_t seed, const char *a, const char *b)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ seed;
-	const char *parts[2] = {a, b};
-
-	for (int p = 0; p < 2; p++) {
-		for (const unsigned char *s = (const unsigned char *)parts[p]; *s; s++) {
-			h ^= *s;
-			h *= 0x100000001b3ull;
-		}
-		/* separator: ("ab","c") and ("a","bc") must differ */
-		h ^= 0xff;
-		h *= 0x100000001b3ull;
-	}
-	return coffer_hash_mix64(h);
-}
-
-static void cf_store_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void cf_block_oid(const struct cf_file *cff, uint64_t offset, struct coffer_oid *oid)
 {
-	memcpy(oid->id, cff->prefix, sizeof(cff->prefix));
-	cf_store_le64(oid->id + sizeof(cff->prefix), offset);
+	cf_prefix_block_oid(cff->prefix, offset, oid);
 }
 
 static const char *cf_namespace(const struct cf_options *o)
@@ -1119,7 +1096,6 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	const struct cf_options *o = td->eo;
 	const char *ns = cf_namespace(o);
 	struct cf_file *cff = FILE_ENG_DATA(f);
-	uint64_t h1, h2;
 	int rc;
 
 	if (!cff) {
@@ -1128,11 +1104,7 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 			td_verror(td, ENOMEM, "coffer open_file");
 			return 1;
 		}
-		h1 = cf_hash64(0x636f66666572ull /* "coffer" */, ns, f->file_name);
-		h2 = cf_hash64(0x66696f2d6e73ull /* "fio-ns" */, ns, f->file_name);
-		cf_store_le64(cff->prefix, h1);
-		for (int i = 0; i < 4; i++)
-			cff->prefix[8 + i] = (uint8_t)(h2 >> (8 * i));
+		cf_file_prefix(ns, f->file_name, cff->prefix);
 		FILE_SET_ENG_DATA(f, cff);
 	}
 	/*
