@@ -26,9 +26,13 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
+#                 (created, not sealed yet: what a second job prefilling the same file
+#                 looks like): the prefill waits for that seal, so no read fails with ENOENT
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
-# COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs). COFFER_FIO_TEST_SECONDS
+# COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
+# (tests/fio/fio_block: one block of a fio file, named by the engine's mapping). COFFER_FIO_TEST_SECONDS
 # overrides the time-based runs' length (default 2).
 # Exit status: 0 pass, 1 fail, 77 skip (with the reason printed).
 set -uo pipefail
@@ -37,6 +41,7 @@ case_name=${1:-}
 store_bin=${COFFER_STORE:-}
 engine=${COFFER_FIO_ENGINE:-}
 jobs=${COFFER_FIO_JOBS:-}
+block=${COFFER_FIO_BLOCK:-}
 seconds=${COFFER_FIO_TEST_SECONDS:-2}
 
 skip() {
@@ -334,8 +339,44 @@ case_offset() {
 	say "offset=2m and offset_increment=1m (3 jobs): every job wrote and verified its 1 MiB"
 }
 
+# Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
+# finds a block that another job has created but not sealed yet (-EEXIST) must not read it
+# before that seal, or the read fails with ENOENT. Made deterministic with fio_block, which
+# holds block 0 unsealed for a while as such a job does.
+case_prefill_busy() {
+	local rc holder
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	# fio_block must name the blocks the engine writes, or this case would prove nothing
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=w --filename=mapped \
+		--rw=write --bs=4k --size=8k --offset=4k >"$work/w.log" 2>&1 ||
+		fail "writing a block: $(cat "$work/w.log")"
+	"$block" "$sock" busy mapped 4096 exists ||
+		fail "fio_block does not find the block fio wrote (mapping differs from the engine's)"
+	"$block" "$sock" busy mapped 0 exists && fail "fio_block finds a block fio never wrote"
+	# block 0 of 'shared' is being written by another client for 2 s
+	"$block" "$sock" busy shared 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 --name=r \
+		--filename=shared --rw=read --bs=4k --size=64k --iodepth=4 --output-format=json \
+		--output="$work/r.json" >"$work/r.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "reads after the prefill failed: $(cat "$work/r.log" "$work/r.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/r.json")" -eq $((64 << 10)) ] ||
+		fail "not every block was read: $(jq '.jobs[0].read.io_bytes' "$work/r.json") bytes"
+	say "prefill waited for a block another client was still writing; every read succeeded"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-busy) case_prefill_busy ;;
 offset) case_offset ;;
 overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
@@ -347,7 +388,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
