@@ -103,6 +103,10 @@
 #define CF_SPIN_ALONE_US 5
 /* Prefill: objects in flight at once. */
 #define CF_PREFILL_DEPTH 64
+/* Prefill: how long one get waits for another client's seal of a block it created (us), and
+ * how many such waits a block gets before the prefill fails. */
+#define CF_PREFILL_WAIT_US (5 * 1000 * 1000)
+#define CF_PREFILL_WAITS   3
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
 #define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
 
@@ -986,18 +990,108 @@ static struct io_u *cf_event(struct thread_data *td, int event)
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-/* One prefill slot: a create-then-seal pipeline on the prefill EQ. */
+/* What a prefill slot's event stands for. */
+enum cf_pstage {
+	CF_P_CREATE,  /* the create of the block */
+	CF_P_SEAL,    /* its seal (zeros written) */
+	CF_P_WAIT,    /* a get waiting for another client's seal of the block (create: -EEXIST) */
+	CF_P_RELEASE, /* the release of the reference that get took */
+};
+
+/* One prefill slot: create-then-seal, or wait-then-release, on the prefill EQ. */
 struct cf_pslot {
 	struct coffer_event ev;
 	struct coffer_oid oid;
-	void *data;
-	int sealing;
+	uint64_t offset;   /* the block's offset in its file */
+	void *data;	   /* CF_P_CREATE: the new block */
+	const void *rdata; /* CF_P_WAIT: the block another client sealed */
+	uint64_t rsize;	   /* and its size */
+	enum cf_pstage stage;
+	unsigned int waits; /* CF_P_WAIT rounds that timed out (the creator never sealed) */
 };
 _Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its event");
 
+/* Launch the slot's stage on its event (@ev) or run it blocking (@ev NULL: the prefill EQ's
+ * channel is full). Return the launch's result, or with @ev NULL the stage's. */
+static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
+			struct coffer_event *ev)
+{
+	switch (s->stage) {
+	case CF_P_CREATE:
+		return coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, ev);
+	case CF_P_SEAL:
+		return coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE, ev);
+	case CF_P_WAIT:
+		/* the store waits for the seal, not this thread */
+		return coffer_obj_get_oid(cd->conn, &s->oid, CF_PREFILL_WAIT_US, &s->rdata,
+					  &s->rsize, ev);
+	case CF_P_RELEASE:
+		return coffer_obj_release_data(cd->conn, &s->oid, s->rdata, ev);
+	}
+	return -EINVAL;
+}
+
+/* The slot's stage finished with @e: pick the next stage. Return 1 (run s->stage next), 0 (the
+ * block is done) or a negative errno (the prefill fails). */
+static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
+{
+	switch (s->stage) {
+	case CF_P_CREATE:
+		if (e == -EEXIST) {
+			/* The block exists, but maybe not sealed yet: another job prefilling or
+			 * writing the same file created it. A read before that seal would fail
+			 * with ENOENT, so wait for the seal, then drop the get's reference. */
+			s->stage = CF_P_WAIT;
+			return 1;
+		}
+		if (e < 0)
+			return e;
+		memset(s->data, 0, bs);
+		s->stage = CF_P_SEAL;
+		return 1;
+	case CF_P_WAIT:
+		if (e == -ENOENT) {
+			/* not sealed within CF_PREFILL_WAIT_US: its creator aborted or died (then
+			 * this create succeeds), or holds it unsealed; a few rounds at most */
+			if (++s->waits >= CF_PREFILL_WAITS)
+				return -ETIMEDOUT;
+			s->stage = CF_P_CREATE;
+			return 1;
+		}
+		if (e < 0)
+			return e;
+		s->stage = CF_P_RELEASE;
+		return 1;
+	case CF_P_SEAL:
+	case CF_P_RELEASE:
+		return e;
+	}
+	return -EINVAL;
+}
+
+/* The slot's stage finished with @e: launch the next one. Return 1 (launched: its event will
+ * come back), 0 (the block is done) or a negative errno. */
+static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, uint64_t bs, int e)
+{
+	for (;;) {
+		int rc = cf_pslot_next(s, bs, e);
+
+		if (rc <= 0)
+			return rc;
+		rc = cf_pslot_run(cd, s, bs, &s->ev);
+		if (rc == 0)
+			return 1;
+		if (rc != -EAGAIN)
+			return rc;
+		e = cf_pslot_run(cd, s, bs, NULL); /* ring full: this stage blocking */
+	}
+}
+
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block. Blocks that exist (-EEXIST) are left as they are. Runs on its own
+ * hits a missing block. Blocks that exist (-EEXIST) are left as they are, once sealed: a
+ * block another client created and has not sealed yet (another job prefilling or writing the
+ * same file) is waited for, or the first read of it would fail with ENOENT. Runs on its own
  * EQ so that its events never mix with io_u events.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
@@ -1007,7 +1101,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 	const uint64_t end = f->file_offset + f->io_size;
 	struct cf_pslot *slots;
 	struct coffer_event *evs[CF_POLL_BATCH];
-	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0;
+	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0, ninit = 0;
 	coffer_handle_t eq;
 	uint64_t next = f->file_offset;
 	int64_t quiet_since = cf_now_us();
@@ -1027,15 +1121,19 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			err = rc;
 			break;
 		}
+		ninit++;
 		freelist[nfree++] = i;
 	}
 
 	while ((next + bs <= end && !err) || running) {
 		while (nfree && next + bs <= end && !err) {
 			struct cf_pslot *s = &slots[freelist[nfree - 1]];
+
 			cf_block_oid(cff, next, &s->oid);
-			s->sealing = 0;
-			rc = coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, &s->ev);
+			s->offset = next;
+			s->stage = CF_P_CREATE;
+			s->waits = 0;
+			rc = cf_pslot_run(cd, s, bs, &s->ev);
 			if (rc < 0) {
 				if (rc != -EAGAIN)
 					err = rc;
@@ -1052,7 +1150,9 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			err = n;
 			break;
 		}
-		if (n == 0 && cf_now_us() - quiet_since > CF_DRAIN_TIMEOUT_US) {
+		/* a get waiting for another client's seal may be silent for CF_PREFILL_WAIT_US */
+		if (n == 0 &&
+		    cf_now_us() - quiet_since > CF_PREFILL_WAIT_US + CF_DRAIN_TIMEOUT_US) {
 			err = -ETIMEDOUT;
 			break;
 		}
@@ -1060,32 +1160,29 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			quiet_since = cf_now_us();
 		for (int i = 0; i < n; i++) {
 			struct cf_pslot *s = (struct cf_pslot *)(void *)evs[i];
-			int e = evs[i]->ev_error;
 
 			running--;
-			if (!s->sealing && e == 0) {
-				memset(s->data, 0, bs);
-				s->sealing = 1;
-				rc = coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE,
-							 &s->ev);
-				if (rc == 0) {
-					running++;
-					continue;
-				}
-				if (rc == -EAGAIN) /* ring full: wait for this one */
-					rc = coffer_obj_seal_oid(cd->conn, &s->oid,
-								 COFFER_SEAL_RELEASE, NULL);
-				e = rc;
+			rc = cf_pslot_advance(cd, s, bs, evs[i]->ev_error);
+			if (rc == 1) {
+				running++;
+				continue;
 			}
-			if (e < 0 && e != -EEXIST && !err)
-				err = e;
+			if (rc == -ETIMEDOUT && s->stage == CF_P_WAIT && !err)
+				log_err("fio: coffer: prefill of %s: the block at offset %llu is "
+					"being created by another client, which did not seal it "
+					"within %d s\n",
+					f->file_name, (unsigned long long)s->offset,
+					CF_PREFILL_WAITS * (CF_PREFILL_WAIT_US / 1000000));
+			if (rc < 0 && !err)
+				err = rc;
 			freelist[nfree++] = (unsigned int)(s - slots);
 		}
 	}
 
-	for (unsigned int i = 0; i < CF_PREFILL_DEPTH; i++)
-		coffer_event_fini(&slots[i].ev);
+	/* the forced destroy waits for whatever is still running; then the events can go */
 	coffer_eq_destroy(eq, COFFER_EQ_FORCE);
+	for (unsigned int i = 0; i < ninit; i++)
+		coffer_event_fini(&slots[i].ev);
 	free(slots);
 	return err;
 }
