@@ -26,6 +26,9 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
+#                 name of a fio file (the engine's files live in the store); before, fio's
+#                 default unlink removed it
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -374,8 +377,36 @@ case_prefill_busy() {
 	say "prefill waited for a block another client was still writing; every read succeeded"
 }
 
+# fio unlinks a job's files at its end (unlink=1) or after each loop (unlink_each_loop=1)
+# through the engine, or with unlink(2) of the file's name when the engine has no hook. A
+# coffer file is blocks in the store: a local file that happens to have its name (in the
+# directory fio runs in, or named by filename=) is someone else's and must survive.
+case_unlink() {
+	local rc
+	start_store 64M
+	printf 'not fio data\n' >"$work/u.0.0"
+	printf 'not fio data either\n' >"$work/named"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unlink --name=u --rw=write \
+		--bs=4k --size=64k --unlink=1 >"$work/u.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/u.log"
+	[ "$rc" -eq 0 ] || fail "unlink=1 run: $(cat "$work/u.log")"
+	[ "$(cat "$work/u.0.0" 2>/dev/null)" = "not fio data" ] ||
+		fail "unlink=1 deleted or changed the local file u.0.0"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unlink --name=n \
+		--filename="$work/named" --rw=write --bs=4k --size=64k --loops=2 \
+		--unlink_each_loop=1 --unlink=1 >"$work/n.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n.log"
+	[ "$rc" -eq 0 ] || fail "unlink_each_loop=1 run: $(cat "$work/n.log")"
+	[ "$(cat "$work/named" 2>/dev/null)" = "not fio data either" ] ||
+		fail "unlink_each_loop=1 deleted or changed the local file named by filename="
+	say "unlink=1 and unlink_each_loop=1 left local files of the same names alone"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
 offset) case_offset ;;
 overwrite) case_overwrite ;;
@@ -388,7 +419,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
