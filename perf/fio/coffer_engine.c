@@ -1245,6 +1245,19 @@ static int cf_close_file(struct thread_data *td, struct fio_file *f)
 	return 0;
 }
 
+/*
+ * unlink=1 / unlink_each_loop=1. Without this hook fio would unlink(2) the file's name in the
+ * local file system: a file there that happens to have that name is not this job's (its
+ * blocks live in the store) and must survive. The blocks stay in the store, as a cache's
+ * entries do: evicted when the arena needs room, or deleted by a trim job (rw=trim).
+ */
+static int cf_unlink_file(struct thread_data *td, struct fio_file *f)
+{
+	(void)td;
+	(void)f;
+	return 0;
+}
+
 /* A file is as large as the job says: size= split over nrfiles, or filesize=. */
 static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 {
@@ -1352,6 +1365,7 @@ __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
     .cleanup = cf_cleanup,
     .open_file = cf_open_file,
     .close_file = cf_close_file,
+    .unlink_file = cf_unlink_file,
     .get_file_size = cf_get_file_size,
     .io_u_init = cf_io_u_init,
     .io_u_free = cf_io_u_free,
