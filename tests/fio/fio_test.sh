@@ -29,6 +29,9 @@
 #   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
 #                 name of a fio file (the engine's files live in the store); before, fio's
 #                 default unlink removed it
+#   write-busy    a write of a block that another client keeps created and unsealed gives
+#                 up after 5 s with ETIMEDOUT and says why; before, it retried (busy, a
+#                 core's worth of CPU) for as long as that client held the block
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -404,8 +407,44 @@ case_unlink() {
 	say "unlink=1 and unlink_each_loop=1 left local files of the same names alone"
 }
 
+# A write replaces its block: create(REPLACE), which answers -EEXIST while another create of
+# the block is pending; the engine retries until that one is sealed. A client that keeps
+# the block created and unsealed (stopped, wedged) must not hold fio forever: fio's runtime
+# is 1 s, the block is held 12 s, and the write fails with ETIMEDOUT well before that.
+case_write_busy() {
+	local rc holder t0 t1
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	"$block" "$sock" busy held 0 hold 4096 12000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	t0=$(date +%s)
+	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" \
+		--coffer_namespace=busy --name=w --filename=held --rw=write --bs=4k --size=64k \
+		--time_based=1 --runtime=1 --output-format=json --output="$work/w.json" \
+		>"$work/w.log" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	[ "$rc" -ne 124 ] || fail "fio hung on the held block"
+	no_crash "$rc" "$work/w.log"
+	[ "$rc" -ne 0 ] || fail "the write of a block held unsealed for 12 s succeeded after $((t1 - t0)) s"
+	[ $((t1 - t0)) -lt 11 ] || fail "fio took $((t1 - t0)) s: it waited for the holder"
+	[ "$(jq '.jobs[0].error' "$work/w.json")" -eq 110 ] ||
+		fail "expected ETIMEDOUT (110), got $(jq '.jobs[0].error' "$work/w.json"): $(cat "$work/w.log")"
+	grep -q "being created by another client" "$work/w.log" ||
+		fail "no message says why: $(cat "$work/w.log")"
+	say "a write of a block held unsealed by another client failed with ETIMEDOUT after $((t1 - t0)) s"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+write-busy) case_write_busy ;;
 unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
 offset) case_offset ;;
@@ -419,7 +458,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
