@@ -107,6 +107,9 @@
  * how many such waits a block gets before the prefill fails. */
 #define CF_PREFILL_WAIT_US (5 * 1000 * 1000)
 #define CF_PREFILL_WAITS   3
+/* A write retries its create this long at most while another client keeps the block created
+ * and unsealed (-EEXIST), then fails with ETIMEDOUT (us). */
+#define CF_WRITE_BUSY_US (5 * 1000 * 1000)
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
 #define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
 
@@ -154,9 +157,10 @@ struct cf_op {
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	void *wdata;	   /* create: writable pointer into the arena */
-	const void *rdata; /* get: read-only pointer into the arena */
-	uint64_t rsize;	   /* get: the object's size in bytes */
+	void *wdata;	    /* create: writable pointer into the arena */
+	const void *rdata;  /* get: read-only pointer into the arena */
+	uint64_t rsize;	    /* get: the object's size in bytes */
+	int64_t busy_since; /* write: when its create first answered -EEXIST (us), 0: never */
 };
 
 /* Per file state (fio_file->engine_data). */
@@ -186,6 +190,7 @@ struct cf_data {
 	unsigned char *prefilled;    /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
+	bool busy_logged;     /* a write that gave up on a held block was reported */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
@@ -547,8 +552,28 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 	switch (op->stage) {
 	case CF_W_CREATE:
 		if (err == -EEXIST) {
-			/* another write of this block is between create and seal: try again */
-			cf_retry_push(cd, op);
+			/* another write of this block (this job's, another job's or another
+			 * client's) is between create and seal: try again, for a bounded time,
+			 * or a client that keeps the block unsealed would hold this job forever */
+			int64_t now = cf_now_us();
+
+			if (!req->busy_since)
+				req->busy_since = now;
+			if (now - req->busy_since <= CF_WRITE_BUSY_US) {
+				cf_retry_push(cd, op);
+				return;
+			}
+			if (!cd->busy_logged) {
+				cd->busy_logged = true;
+				log_err(
+				    "fio: coffer: write of %s at offset %llu: the block is being "
+				    "created by another client, which did not seal it within "
+				    "%d s\n",
+				    req->io_u->file ? req->io_u->file->file_name : "?",
+				    (unsigned long long)req->io_u->offset,
+				    CF_WRITE_BUSY_US / 1000000);
+			}
+			cf_io_done(cd, req, -ETIMEDOUT);
 			return;
 		}
 		if (err < 0) {
@@ -831,6 +856,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 
 	cf_block_oid(cff, io_u->offset, &req->op.oid);
 	req->op.stage = stage;
+	req->busy_since = 0;
 	if (stage == CF_R_GET) {
 		/* launched with the others of this batch at commit (cf_pend_flush) */
 		cd->pend[cd->nr_pend++] = req;
