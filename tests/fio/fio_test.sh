@@ -32,6 +32,9 @@
 #   write-busy    a write of a block that another client keeps created and unsealed gives
 #                 up after 5 s with ETIMEDOUT and says why; before, it retried (busy, a
 #                 core's worth of CPU) for as long as that client held the block
+#   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
+#                 coffer file has none), fails with a message that says so; before, fio's
+#                 own "failed to lseek pre-read file: Bad file descriptor"
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -442,8 +445,22 @@ case_write_busy() {
 	say "a write of a block held unsealed by another client failed with ETIMEDOUT after $((t1 - t0)) s"
 }
 
+case_pre_read() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=preread --coffer_prefill=1 \
+		--name=p --rw=randread --bs=4k --size=64k --pre_read=1 >"$work/p.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/p.log"
+	[ "$rc" -ne 0 ] || fail "pre_read=1 ran although the engine cannot pre-read"
+	grep -q "coffer: pre_read=1 is not supported" "$work/p.log" ||
+		fail "no clear message: $(cat "$work/p.log")"
+	say "pre_read=1: $(grep -m1 'pre_read=1' "$work/p.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+pre-read) case_pre_read ;;
 write-busy) case_write_busy ;;
 unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
@@ -458,7 +475,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
