@@ -676,6 +676,14 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "coffer_spin_us");
 		return 1;
 	}
+	/* fio pre-reads with lseek(2) and read(2) on the file's descriptor, which a store file
+	 * does not have: say so instead of fio's "Bad file descriptor". */
+	if (td->o.pre_read) {
+		log_err("fio: coffer: pre_read=1 is not supported (a coffer file has no file "
+			"descriptor to pre-read); coffer_prefill=1 creates missing blocks\n");
+		td_verror(td, EINVAL, "pre_read");
+		return 1;
+	}
 	cd = calloc(1, sizeof(*cd));
 	if (!cd) {
 		td_verror(td, ENOMEM, "coffer init");
