@@ -32,6 +32,9 @@
 #   write-busy    a write of a block that another client keeps created and unsealed gives
 #                 up after 5 s with ETIMEDOUT and says why; before, it retried (busy, a
 #                 core's worth of CPU) for as long as that client held the block
+#   io-error      an I/O the store refuses says why in coffer's words once per job (a block
+#                 larger than the arena: "object larger than the store's capacity"), not
+#                 only fio's strerror ("Argument list too long")
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
@@ -458,8 +461,27 @@ case_pre_read() {
 	say "pre_read=1: $(grep -m1 'pre_read=1' "$work/p.log")"
 }
 
+case_io_error() {
+	local rc n
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=ioerr --name=big --rw=write \
+		--bs=128m --size=256m --iodepth=2 --output-format=json --output="$work/b.json" \
+		>"$work/b.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/b.log"
+	[ "$rc" -ne 0 ] || fail "a write larger than the arena succeeded"
+	[ "$(jq '.jobs[0].error' "$work/b.json")" -eq 7 ] ||
+		fail "expected E2BIG (7), got $(jq '.jobs[0].error' "$work/b.json")"
+	grep -q "coffer: write of big.0.0 at offset 0 failed: object larger than the store's capacity" \
+		"$work/b.log" || fail "no message in coffer's words: $(cat "$work/b.log")"
+	n=$(grep -c "coffer: .* failed:" "$work/b.log")
+	[ "$n" -eq 1 ] || fail "expected one such line per job, got $n: $(cat "$work/b.log")"
+	say "$(grep -m1 'coffer: write of' "$work/b.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+io-error) case_io_error ;;
 pre-read) case_pre_read ;;
 write-busy) case_write_busy ;;
 unlink) case_unlink ;;
@@ -475,7 +497,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
