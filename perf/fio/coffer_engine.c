@@ -191,6 +191,7 @@ struct cf_data {
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
 	bool busy_logged;     /* a write that gave up on a held block was reported */
+	bool err_logged;      /* the first failed I/O was reported in coffer's words */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
@@ -310,14 +311,35 @@ static void cf_retry_push(struct cf_data *cd, struct cf_op *op)
 
 /* ---- stages ----------------------------------------------------------------------------- */
 
+/*
+ * fio reports a failed io_u with strerror() of its code ("Argument list too long" for a
+ * block larger than the arena, "No such file or directory" for a missing block): say once
+ * per job, in coffer's words, what the first failure means.
+ */
+static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err)
+{
+	const char *what = io_u->ddir == DDIR_READ ? "read" : "write";
+
+	if (cd->err_logged)
+		return;
+	cd->err_logged = true;
+	if (io_u->ddir == DDIR_TRIM)
+		what = "trim";
+	log_err("fio: coffer: %s of %s at offset %llu failed: %s\n", what,
+		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
+		cf_strerror(err));
+}
+
 /* Hand a finished io_u to the current getevents call. @err: 0 or a negative errno. */
 static void cf_io_done(struct cf_data *cd, struct cf_req *req, int err)
 {
 	struct io_u *io_u = req->io_u;
 
 	req->op.stage = CF_IDLE;
-	if (err < 0)
+	if (err < 0) {
 		io_u->error = (unsigned int)-err;
+		cf_log_io_error(cd, io_u, err);
+	}
 	cd->events[cd->nr_events++] = io_u;
 }
 
@@ -878,6 +900,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		req->op.stage = CF_IDLE;
 		if (rc == -EAGAIN)
 			return FIO_Q_BUSY;
+		cf_log_io_error(cd, io_u, rc);
 		io_u->error = (unsigned int)-rc;
 		return FIO_Q_COMPLETED;
 	}
