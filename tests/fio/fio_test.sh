@@ -35,6 +35,9 @@
 #   io-error      an I/O the store refuses says why in coffer's words once per job (a block
 #                 larger than the arena: "object larger than the store's capacity"), not
 #                 only fio's strerror ("Argument list too long")
+#   no-size       a job without size= or filesize= (or with size=N%, a share of a file size
+#                 a coffer file does not have) fails saying so; before, fio's bare
+#                 "func=total_file_size, error=Invalid argument"
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
@@ -479,8 +482,29 @@ case_io_error() {
 	say "$(grep -m1 'coffer: write of' "$work/b.log")"
 }
 
+case_no_size() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
+		--bs=4k >"$work/n1.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n1.log"
+	[ "$rc" -ne 0 ] || fail "a job without a size ran"
+	grep -q "coffer: .*has no size of its own" "$work/n1.log" ||
+		fail "no size=: no clear message: $(cat "$work/n1.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
+		--bs=4k --size=50% >"$work/n2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n2.log"
+	[ "$rc" -ne 0 ] || fail "a job with size=50% ran"
+	grep -q "coffer: .*has no size of its own" "$work/n2.log" ||
+		fail "size=50%: no clear message: $(cat "$work/n2.log")"
+	say "$(grep -m1 'has no size of its own' "$work/n1.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+no-size) case_no_size ;;
 io-error) case_io_error ;;
 pre-read) case_pre_read ;;
 write-busy) case_write_busy ;;
@@ -497,7 +521,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
