@@ -1315,7 +1315,8 @@ static int cf_unlink_file(struct thread_data *td, struct fio_file *f)
 	return 0;
 }
 
-/* A file is as large as the job says: size= split over nrfiles, or filesize=. */
+/* A file is as large as the job says: size= split over nrfiles, or filesize=; without
+ * either the job fails here, saying so. */
 static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 {
 	uint64_t size;
@@ -1327,8 +1328,14 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 	else if (td->o.size && td->o.nr_files)
 		size = td->o.size / td->o.nr_files +
 		       td_min_bs(td); /* first files may get a block more */
-	else
-		return 0; /* unknown: fio asks for size= */
+	else {
+		/* fio would fail with a bare "total_file_size ... Invalid argument" */
+		log_err("fio: coffer: %s has no size of its own (its blocks live in the store): "
+			"give size= or filesize= in bytes (not a percentage)\n",
+			f->file_name);
+		td_verror(td, EINVAL, "coffer file size");
+		return 1;
+	}
 	f->real_file_size = size;
 	fio_file_set_size_known(f);
 	return 0;
