@@ -41,6 +41,9 @@
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
+#   trim-busy     a trim of a block another client has created and not sealed yet succeeds
+#                 (it is ordered before that write, as a trim of a missing block is);
+#                 before, the job failed with EBUSY
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -502,8 +505,33 @@ case_no_size() {
 	say "$(grep -m1 'has no size of its own' "$work/n1.log")"
 }
 
+case_trim_busy() {
+	local rc holder
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	"$block" "$sock" busy trimmed 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=t --filename=trimmed \
+		--rw=trim --bs=4k --size=64k --output-format=json --output="$work/t.json" \
+		>"$work/t.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/t.log"
+	[ "$rc" -eq 0 ] || fail "trim beside a block being written: $(cat "$work/t.log" "$work/t.json")"
+	[ "$(jq '.jobs[0].trim.io_bytes' "$work/t.json")" -eq $((64 << 10)) ] ||
+		fail "not every block was trimmed: $(jq '.jobs[0].trim.io_bytes' "$work/t.json") bytes"
+	"$block" "$sock" busy trimmed 0 exists || fail "the other client's block is gone after its seal"
+	say "trim of a block another client was writing succeeded; that block stays once sealed"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+trim-busy) case_trim_busy ;;
 no-size) case_no_size ;;
 io-error) case_io_error ;;
 pre-read) case_pre_read ;;
@@ -521,7 +549,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
