@@ -618,7 +618,10 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_read_done(cd, req, err);
 		return;
 	case CF_T_DELETE:
-		cf_io_done(cd, req, err == -ENOENT ? 0 : err);
+		/* -ENOENT: no such block; -EBUSY: its first version is still being created by
+		 * another client, so it does not exist yet either: the trim is ordered before
+		 * that write, as a trim racing a write to one LBA may be */
+		cf_io_done(cd, req, err == -ENOENT || err == -EBUSY ? 0 : err);
 		return;
 	default:
 		cf_io_done(cd, req, -EPROTO);
