@@ -44,6 +44,9 @@
 #   trim-busy     a trim of a block another client has created and not sealed yet succeeds
 #                 (it is ordered before that write, as a trim of a missing block is);
 #                 before, the job failed with EBUSY
+#   prefill-align coffer_prefill=1 creates a block at every offset a read may start at: with
+#                 blockalign=4k below bs=8k, reads start at every 4 KiB; before, the prefill
+#                 made blocks only every bs and half of the reads failed with ENOENT
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -529,8 +532,24 @@ case_trim_busy() {
 	say "trim of a block another client was writing succeeded; that block stays once sealed"
 }
 
+case_prefill_align() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=align --coffer_prefill=1 \
+		--name=a --rw=randread --bs=8k --blockalign=4k --size=256k --iodepth=8 \
+		--output-format=json --output="$work/a.out" >"$work/a.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/a.log"
+	sed -n '/^{/,$p' "$work/a.out" >"$work/a.json" # after fio's randommap notice
+	[ "$rc" -eq 0 ] || fail "reads after the prefill failed: $(cat "$work/a.log" "$work/a.out")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/a.json")" -eq $((256 << 10)) ] ||
+		fail "not every read was done: $(jq '.jobs[0].read.io_bytes' "$work/a.json") bytes"
+	say "bs=8k blockalign=4k: every read found its prefilled block"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-align) case_prefill_align ;;
 trim-busy) case_trim_busy ;;
 no-size) case_no_size ;;
 io-error) case_io_error ;;
@@ -549,7 +568,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
