@@ -1147,18 +1147,33 @@ static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
 	}
 }
 
+static uint64_t cf_gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block. Blocks that exist (-EEXIST) are left as they are, once sealed: a
- * block another client created and has not sealed yet (another job prefilling or writing the
- * same file) is waited for, or the first read of it would fail with ENOENT. Runs on its own
- * EQ so that its events never mix with io_u events.
+ * hits a missing block: one of the read size at every offset a read can start at. Blocks that exist
+ * (-EEXIST) are left as they are, once sealed: a block another client created and has not sealed
+ * yet (another job prefilling or writing the same file) is waited for, or the first read of it
+ * would fail with ENOENT. Runs on its own EQ so that its events never mix with io_u events.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
 		      const struct cf_file *cff)
 {
 	const uint64_t bs = td->o.bs[DDIR_READ] ? td->o.bs[DDIR_READ] : td_min_bs(td);
 	const uint64_t end = f->file_offset + f->io_size;
+	/* fio starts random reads at multiples of blockalign (ba), sequential ones at multiples
+	 * of bs: a block at every multiple of their gcd serves both (bs=8k ba=4k: 8 KiB blocks
+	 * every 4 KiB) */
+	const uint64_t stride = cf_gcd(bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : bs);
 	struct cf_pslot *slots;
 	struct coffer_event *evs[CF_POLL_BATCH];
 	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0, ninit = 0;
@@ -1201,7 +1216,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			}
 			nfree--;
 			running++;
-			next += bs;
+			next += stride;
 		}
 		if (!running)
 			continue;
