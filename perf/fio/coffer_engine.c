@@ -1160,10 +1160,11 @@ static uint64_t cf_gcd(uint64_t a, uint64_t b)
 
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block: one of the read size at every offset a read can start at. Blocks that exist
- * (-EEXIST) are left as they are, once sealed: a block another client created and has not sealed
- * yet (another job prefilling or writing the same file) is waited for, or the first read of it
- * would fail with ENOENT. Runs on its own EQ so that its events never mix with io_u events.
+ * hits a missing block: one of the read size at every offset a read can start at. Blocks
+ * that exist (-EEXIST) are left as they are, once sealed: a block another client created
+ * and has not sealed yet (another job prefilling or writing the same file) is waited for,
+ * or the first read of it would fail with ENOENT. Runs on its own EQ so that its events
+ * never mix with io_u events.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
 		      const struct cf_file *cff)
