@@ -8,21 +8,22 @@
  *
  * Data mapping. Every fio file is a namespace; every block is one store object whose
  * ObjectID is (12 bytes of a hash of the job's coffer_namespace and the file name, then the
- * block's byte offset as 8 little-endian bytes): offsets inside one file never collide, files
- * collide with probability ~2^-96. A write replaces the block's object: create with
- * COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE. The replacement is invisible
- * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
- * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
- * by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an error, or zeros with
- * coffer_missing=zeros), copies it into the io_u and releases exactly the version it read
- * (by its pointer: a write of the same job may have sealed a replacement meanwhile, whose
- * reference another read of the block may hold, and a release by ID would drop that one),
- * batched with the other reads of the same getevents call (coffer_obj_release_data_bulk).
- * No I/O takes an
- * object handle: every stage goes by ObjectID
- * (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert, a delete
- * and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles, measured
- * with this engine at iodepth 32; for writes it was ~8% of fio's samples (perf, randwrite).
+ * block's byte offset as 8 little-endian bytes; perf/fio/coffer_oid.h): offsets inside one
+ * file never collide, files collide with probability ~2^-96. A write replaces the block's
+ * object: create with COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE (a create
+ * that finds another create of the block pending, -EEXIST, is retried for up to 5 s). The
+ * replacement is invisible until its seal, which swaps it for the old object atomically, so
+ * a concurrent reader sees the old or the new block, never a mix (store semantics, issue 5).
+ * A read gets the object by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an
+ * error, or zeros with coffer_missing=zeros), copies it into the io_u and releases
+ * exactly the version it read (by its pointer: a write of the same job may have sealed a
+ * replacement meanwhile, whose reference another read of the block may hold, and a release
+ * by ID would drop that one), batched with the other reads of the same getevents call
+ * (coffer_obj_release_data_bulk). No I/O takes an object handle: every stage goes by
+ * ObjectID (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert,
+ * a delete and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles,
+ * measured with this engine at iodepth 32; for writes it was ~8% of fio's samples (perf,
+ * randwrite).
  *
  * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
  *  - queue launches a write's first stage (create) with the io_u's own event on the job's
