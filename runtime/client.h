@@ -6,7 +6,7 @@
  *
  * Object graph and lifetimes:
  *   connection (handle hash, COFFER_HTYPE_CONN)
- *     |-- arena segment (process-wide table keyed by segment id, refcounted)
+ *     |-- arena segment (process-wide table keyed by segment id and arena file, refcounted)
  *     |-- channels[] (one per EQ used with the connection; RCU-published vector)
  *   EQ binding (one per EQ that has channels; process-wide list; the EQ's progress hook)
  *     |-- channels[] (one per connection used with the EQ; RCU-published vector)
@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <coffer/event.h>
 #include <coffer/hash.h>
@@ -80,6 +81,8 @@ static inline void coffer__spin_unlock(struct coffer__spin *s)
 struct coffer__seg {
 	uint32_t id;	   /* segment id from HELLO_REPLY */
 	unsigned int refs; /* connections using it; under conn.c's g_seg_lock */
+	dev_t dev;	   /* the arena file's identity (fstat of the fd HELLO_REPLY passed): */
+	ino_t ino;	   /* a second connection shares the mapping only if it is this file */
 	uint8_t *base;
 	uint64_t bytes;
 	/* The store's object index (runtime/proto.h), mapped read-only; NULL: none. */

@@ -8,8 +8,10 @@
  * One SOCK_SEQPACKET socket per connection carries only control traffic: HELLO (the arena fd
  * arrives once), CHANNEL_OPEN/CLOSE, QUERY. It is protected by ctl_lock (a mutex: exchanges
  * block on the socket); the data path never touches it (channel.c). The arena is mapped
- * once per process and keyed by its segment id, never by fd number (fd numbers are reused):
- * a second connection to the same store shares the mapping (refcounted under g_seg_lock).
+ * once per process and keyed by its segment id and the identity (device, inode) of the
+ * arena file, never by fd number (fd numbers are reused) nor by the id alone (32 random bits
+ * of the store's): a second connection to the same store shares the mapping (refcounted
+ * under g_seg_lock).
  *
  * Liveness: a monitor thread per connection sleeps in poll() on the socket with no events
  * requested (the kernel still reports POLLHUP/POLLERR) and on a private eventfd. When the
@@ -215,15 +217,24 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 	int rc = 0;
 
 	pthread_mutex_lock(&g_seg_lock);
+	if (fstat(fd, &st) < 0) {
+		rc = -EPROTO;
+		goto out;
+	}
+	/* The same store's arena: same id and size, and the very file this fd names. The id
+	 * alone is 32 random bits the store chose (two stores may collide, a store may lie):
+	 * sharing another arena's mapping would let this store's offsets reach that one's
+	 * objects. */
 	for (s = g_segs; s; s = s->next) {
-		if (s->id == id && s->bytes == bytes) {
+		if (s->id == id && s->bytes == bytes && s->dev == st.st_dev &&
+		    s->ino == st.st_ino) {
 			s->refs++;
 			*segp = s;
 			goto out;
 		}
 	}
 	/* Never map past the end of the file: a later touch would be a SIGBUS. */
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+	if ((uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
 		rc = -EPROTO;
 		goto out;
 	}
@@ -252,6 +263,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 	}
 	s->id = id;
 	s->bytes = bytes;
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
 	s->base = p;
 	s->refs = 1;
 	s->next = g_segs;

@@ -15,7 +15,8 @@
  * Socket messages: struct coffer_msg_hdr followed by a body.
  *   HELLO            c->s  body: none.
  *   HELLO_REPLY      s->c  body: struct coffer_hello_reply; SCM_RIGHTS: the arena fd (once
- *                          per process; the client maps it keyed by segment id, never by fd),
+ *                          per process; the client maps it keyed by segment id and
+ *                          the file's dev/inode, never by fd),
  *                          then the connection's doorbell page (struct coffer_doorbell),
  *                          then the store's request-doorbell eventfd (v3: one per
  *                          connection, rung for any of its channels; the client writes 8

@@ -99,9 +99,9 @@ struct coffer_store_info {
  * @connh: out: the connection handle (COFFER_HTYPE_CONN).
  *
  * Says HELLO, receives the arena fd and maps the arena once per process (a second
- * connection to the same store shares the mapping, keyed by segment id), and starts the
- * connection's monitor thread (it completes pending events with -ENOTCONN if the store
- * dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
+ * connection to the same store shares the mapping, keyed by segment id and arena file), and
+ * starts the connection's monitor thread (it completes pending events with -ENOTCONN if the
+ * store dies). Channels are opened later, lazily, one per EQ used with this connection. Takes a
  * reference on the process runtime (coffer_init()); coffer_disconnect() drops it.
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
  * a poll or flush; 1..4096, default 32; 8 already while the store is awake on the channel),

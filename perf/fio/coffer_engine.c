@@ -8,21 +8,22 @@
  *
  * Data mapping. Every fio file is a namespace; every block is one store object whose
  * ObjectID is (12 bytes of a hash of the job's coffer_namespace and the file name, then the
- * block's byte offset as 8 little-endian bytes): offsets inside one file never collide, files
- * collide with probability ~2^-96. A write replaces the block's object: create with
- * COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE. The replacement is invisible
- * until its seal, which swaps it for the old object atomically, so a concurrent reader sees
- * the old or the new block, never a mix (store semantics, issue 5). A read gets the object
- * by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an error, or zeros with
- * coffer_missing=zeros), copies it into the io_u and releases exactly the version it read
- * (by its pointer: a write of the same job may have sealed a replacement meanwhile, whose
- * reference another read of the block may hold, and a release by ID would drop that one),
- * batched with the other reads of the same getevents call (coffer_obj_release_data_bulk).
- * No I/O takes an
- * object handle: every stage goes by ObjectID
- * (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert, a delete
- * and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles, measured
- * with this engine at iodepth 32; for writes it was ~8% of fio's samples (perf, randwrite).
+ * block's byte offset as 8 little-endian bytes; perf/fio/coffer_oid.h): offsets inside one
+ * file never collide, files collide with probability ~2^-96. A write replaces the block's
+ * object: create with COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE (a create
+ * that finds another create of the block pending, -EEXIST, is retried for up to 5 s). The
+ * replacement is invisible until its seal, which swaps it for the old object atomically, so
+ * a concurrent reader sees the old or the new block, never a mix (store semantics, issue 5).
+ * A read gets the object by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an
+ * error, or zeros with coffer_missing=zeros), copies it into the io_u and releases
+ * exactly the version it read (by its pointer: a write of the same job may have sealed a
+ * replacement meanwhile, whose reference another read of the block may hold, and a release
+ * by ID would drop that one), batched with the other reads of the same getevents call
+ * (coffer_obj_release_data_bulk). No I/O takes an object handle: every stage goes by
+ * ObjectID (coffer_obj_*_oid). Opening and closing a handle per I/O (a handle-hash insert,
+ * a delete and an RCU reclaim) cost ~0.6 us of the ~2.6 us of CPU a read took with handles,
+ * measured with this engine at iodepth 32; for writes it was ~8% of fio's samples (perf,
+ * randwrite).
  *
  * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
  *  - queue launches a write's first stage (create) with the io_u's own event on the job's
@@ -89,6 +90,8 @@
 
 #include "runtime/proto_util.h"
 
+#include "coffer_oid.h"
+
 #if FIO_IOOPS_VERSION != 31
 #error "perf/fio/coffer_engine.c is written against fio 3.33 (FIO_IOOPS_VERSION 31)"
 #endif
@@ -101,6 +104,13 @@
 #define CF_SPIN_ALONE_US 5
 /* Prefill: objects in flight at once. */
 #define CF_PREFILL_DEPTH 64
+/* Prefill: how long one get waits for another client's seal of a block it created (us), and
+ * how many such waits a block gets before the prefill fails. */
+#define CF_PREFILL_WAIT_US (5 * 1000 * 1000)
+#define CF_PREFILL_WAITS   3
+/* A write retries its create this long at most while another client keeps the block created
+ * and unsealed (-EEXIST), then fails with ETIMEDOUT (us). */
+#define CF_WRITE_BUSY_US (5 * 1000 * 1000)
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
 #define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
 
@@ -149,14 +159,15 @@ struct cf_op {
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	void *wdata;	   /* create: writable pointer into the arena */
-	const void *rdata; /* get: read-only pointer into the arena */
-	uint64_t rsize;	   /* get: the object's size in bytes */
+	void *wdata;	    /* create: writable pointer into the arena */
+	const void *rdata;  /* get: read-only pointer into the arena */
+	uint64_t rsize;	    /* get: the object's size in bytes */
+	int64_t busy_since; /* write: when its create first answered -EEXIST (us), 0: never */
 };
 
 /* Per file state (fio_file->engine_data). */
 struct cf_file {
-	uint8_t prefix[COFFER_OID_SIZE - 8];
+	uint8_t prefix[CF_PREFIX_SIZE]; /* names the file's blocks (coffer_oid.h) */
 };
 
 /* Per job state (td->io_ops_data). */
@@ -187,6 +198,8 @@ struct cf_data {
 	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
+	bool busy_logged;     /* a write that gave up on a held block was reported */
+	bool err_logged;      /* the first failed I/O was reported in coffer's words */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
@@ -210,34 +223,9 @@ static const char *cf_strerror(int err)
 	return coffer_strerror(err);
 }
 
-/* 64-bit FNV-1a with a splitmix64 finaliser: the finaliser spreads FNV's weak high bits. */
-static uint64_t cf_hash64(uint64_t seed, const char *a, const char *b)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ seed;
-	const char *parts[2] = {a, b};
-
-	for (int p = 0; p < 2; p++) {
-		for (const unsigned char *s = (const unsigned char *)parts[p]; *s; s++) {
-			h ^= *s;
-			h *= 0x100000001b3ull;
-		}
-		/* separator: ("ab","c") and ("a","bc") must differ */
-		h ^= 0xff;
-		h *= 0x100000001b3ull;
-	}
-	return coffer_hash_mix64(h);
-}
-
-static void cf_store_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void cf_block_oid(const struct cf_file *cff, uint64_t offset, struct coffer_oid *oid)
 {
-	memcpy(oid->id, cff->prefix, sizeof(cff->prefix));
-	cf_store_le64(oid->id + sizeof(cff->prefix), offset);
+	cf_prefix_block_oid(cff->prefix, offset, oid);
 }
 
 static const char *cf_namespace(const struct cf_options *o)
@@ -331,14 +319,35 @@ static void cf_retry_push(struct cf_data *cd, struct cf_op *op)
 
 /* ---- stages ----------------------------------------------------------------------------- */
 
+/*
+ * fio reports a failed io_u with strerror() of its code ("Argument list too long" for a
+ * block larger than the arena, "No such file or directory" for a missing block): say once
+ * per job, in coffer's words, what the first failure means.
+ */
+static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err)
+{
+	const char *what = io_u->ddir == DDIR_READ ? "read" : "write";
+
+	if (cd->err_logged)
+		return;
+	cd->err_logged = true;
+	if (io_u->ddir == DDIR_TRIM)
+		what = "trim";
+	log_err("fio: coffer: %s of %s at offset %llu failed: %s\n", what,
+		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
+		cf_strerror(err));
+}
+
 /* Hand a finished io_u to the current getevents call. @err: 0 or a negative errno. */
 static void cf_io_done(struct cf_data *cd, struct cf_req *req, int err)
 {
 	struct io_u *io_u = req->io_u;
 
 	req->op.stage = CF_IDLE;
-	if (err < 0)
+	if (err < 0) {
 		io_u->error = (unsigned int)-err;
+		cf_log_io_error(cd, io_u, err);
+	}
 	cd->events[cd->nr_events++] = io_u;
 }
 
@@ -628,8 +637,28 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 	switch (op->stage) {
 	case CF_W_CREATE:
 		if (err == -EEXIST) {
-			/* another write of this block is between create and seal: try again */
-			cf_retry_push(cd, op);
+			/* another write of this block (this job's, another job's or another
+			 * client's) is between create and seal: try again, for a bounded time,
+			 * or a client that keeps the block unsealed would hold this job forever */
+			int64_t now = cf_now_us();
+
+			if (!req->busy_since)
+				req->busy_since = now;
+			if (now - req->busy_since <= CF_WRITE_BUSY_US) {
+				cf_retry_push(cd, op);
+				return;
+			}
+			if (!cd->busy_logged) {
+				cd->busy_logged = true;
+				log_err(
+				    "fio: coffer: write of %s at offset %llu: the block is being "
+				    "created by another client, which did not seal it within "
+				    "%d s\n",
+				    req->io_u->file ? req->io_u->file->file_name : "?",
+				    (unsigned long long)req->io_u->offset,
+				    CF_WRITE_BUSY_US / 1000000);
+			}
+			cf_io_done(cd, req, -ETIMEDOUT);
 			return;
 		}
 		if (err < 0) {
@@ -652,7 +681,10 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_read_done(cd, req, err);
 		return;
 	case CF_T_DELETE:
-		cf_io_done(cd, req, err == -ENOENT ? 0 : err);
+		/* -ENOENT: no such block; -EBUSY: its first version is still being created by
+		 * another client, so it does not exist yet either: the trim is ordered before
+		 * that write, as a trim racing a write to one LBA may be */
+		cf_io_done(cd, req, err == -ENOENT || err == -EBUSY ? 0 : err);
 		return;
 	default:
 		cf_io_done(cd, req, -EPROTO);
@@ -730,6 +762,14 @@ static int cf_init(struct thread_data *td)
 	if (o->spin_us > 1000000) {
 		log_err("fio: coffer: coffer_spin_us must be 0..1000000 microseconds\n");
 		td_verror(td, EINVAL, "coffer_spin_us");
+		return 1;
+	}
+	/* fio pre-reads with lseek(2) and read(2) on the file's descriptor, which a store file
+	 * does not have: say so instead of fio's "Bad file descriptor". */
+	if (td->o.pre_read) {
+		log_err("fio: coffer: pre_read=1 is not supported (a coffer file has no file "
+			"descriptor to pre-read); coffer_prefill=1 creates missing blocks\n");
+		td_verror(td, EINVAL, "pre_read");
 		return 1;
 	}
 	cd = calloc(1, sizeof(*cd));
@@ -920,6 +960,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 
 	cf_block_oid(cff, io_u->offset, &req->op.oid);
 	req->op.stage = stage;
+	req->busy_since = 0;
 	if (stage == CF_R_GET) {
 		/* launched with the others of this batch at commit (cf_pend_flush) */
 		cd->pend[cd->nr_pend++] = req;
@@ -933,6 +974,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		req->op.stage = CF_IDLE;
 		if (rc == -EAGAIN)
 			return FIO_Q_BUSY;
+		cf_log_io_error(cd, io_u, rc);
 		io_u->error = (unsigned int)-rc;
 		return FIO_Q_COMPLETED;
 	}
@@ -1082,28 +1124,134 @@ static struct io_u *cf_event(struct thread_data *td, int event)
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-/* One prefill slot: a create-then-seal pipeline on the prefill EQ. */
+/* What a prefill slot's event stands for. */
+enum cf_pstage {
+	CF_P_CREATE,  /* the create of the block */
+	CF_P_SEAL,    /* its seal (zeros written) */
+	CF_P_WAIT,    /* a get waiting for another client's seal of the block (create: -EEXIST) */
+	CF_P_RELEASE, /* the release of the reference that get took */
+};
+
+/* One prefill slot: create-then-seal, or wait-then-release, on the prefill EQ. */
 struct cf_pslot {
 	struct coffer_event ev;
 	struct coffer_oid oid;
-	void *data;
-	int sealing;
+	uint64_t offset;   /* the block's offset in its file */
+	void *data;	   /* CF_P_CREATE: the new block */
+	const void *rdata; /* CF_P_WAIT: the block another client sealed */
+	uint64_t rsize;	   /* and its size */
+	enum cf_pstage stage;
+	unsigned int waits; /* CF_P_WAIT rounds that timed out (the creator never sealed) */
 };
 _Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its event");
 
+/* Launch the slot's stage on its event (@ev) or run it blocking (@ev NULL: the prefill EQ's
+ * channel is full). Return the launch's result, or with @ev NULL the stage's. */
+static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
+			struct coffer_event *ev)
+{
+	switch (s->stage) {
+	case CF_P_CREATE:
+		return coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, ev);
+	case CF_P_SEAL:
+		return coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE, ev);
+	case CF_P_WAIT:
+		/* the store waits for the seal, not this thread */
+		return coffer_obj_get_oid(cd->conn, &s->oid, CF_PREFILL_WAIT_US, &s->rdata,
+					  &s->rsize, ev);
+	case CF_P_RELEASE:
+		return coffer_obj_release_data(cd->conn, &s->oid, s->rdata, ev);
+	}
+	return -EINVAL;
+}
+
+/* The slot's stage finished with @e: pick the next stage. Return 1 (run s->stage next), 0 (the
+ * block is done) or a negative errno (the prefill fails). */
+static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
+{
+	switch (s->stage) {
+	case CF_P_CREATE:
+		if (e == -EEXIST) {
+			/* The block exists, but maybe not sealed yet: another job prefilling or
+			 * writing the same file created it. A read before that seal would fail
+			 * with ENOENT, so wait for the seal, then drop the get's reference. */
+			s->stage = CF_P_WAIT;
+			return 1;
+		}
+		if (e < 0)
+			return e;
+		memset(s->data, 0, bs);
+		s->stage = CF_P_SEAL;
+		return 1;
+	case CF_P_WAIT:
+		if (e == -ENOENT) {
+			/* not sealed within CF_PREFILL_WAIT_US: its creator aborted or died (then
+			 * this create succeeds), or holds it unsealed; a few rounds at most */
+			if (++s->waits >= CF_PREFILL_WAITS)
+				return -ETIMEDOUT;
+			s->stage = CF_P_CREATE;
+			return 1;
+		}
+		if (e < 0)
+			return e;
+		s->stage = CF_P_RELEASE;
+		return 1;
+	case CF_P_SEAL:
+	case CF_P_RELEASE:
+		return e;
+	}
+	return -EINVAL;
+}
+
+/* The slot's stage finished with @e: launch the next one. Return 1 (launched: its event will
+ * come back), 0 (the block is done) or a negative errno. */
+static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, uint64_t bs, int e)
+{
+	for (;;) {
+		int rc = cf_pslot_next(s, bs, e);
+
+		if (rc <= 0)
+			return rc;
+		rc = cf_pslot_run(cd, s, bs, &s->ev);
+		if (rc == 0)
+			return 1;
+		if (rc != -EAGAIN)
+			return rc;
+		e = cf_pslot_run(cd, s, bs, NULL); /* ring full: this stage blocking */
+	}
+}
+
+static uint64_t cf_gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block. Blocks that exist (-EEXIST) are left as they are. Runs on its own
- * EQ so that its events never mix with io_u events.
+ * hits a missing block: one of the read size at every offset a read can start at. Blocks
+ * that exist (-EEXIST) are left as they are, once sealed: a block another client created
+ * and has not sealed yet (another job prefilling or writing the same file) is waited for,
+ * or the first read of it would fail with ENOENT. Runs on its own EQ so that its events
+ * never mix with io_u events.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
 		      const struct cf_file *cff)
 {
 	const uint64_t bs = td->o.bs[DDIR_READ] ? td->o.bs[DDIR_READ] : td_min_bs(td);
 	const uint64_t end = f->file_offset + f->io_size;
+	/* fio starts random reads at multiples of blockalign (ba), sequential ones at multiples
+	 * of bs: a block at every multiple of their gcd serves both (bs=8k ba=4k: 8 KiB blocks
+	 * every 4 KiB) */
+	const uint64_t stride = cf_gcd(bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : bs);
 	struct cf_pslot *slots;
 	struct coffer_event *evs[CF_POLL_BATCH];
-	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0;
+	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0, ninit = 0;
 	coffer_handle_t eq;
 	uint64_t next = f->file_offset;
 	int64_t quiet_since = cf_now_us();
@@ -1123,15 +1271,19 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			err = rc;
 			break;
 		}
+		ninit++;
 		freelist[nfree++] = i;
 	}
 
 	while ((next + bs <= end && !err) || running) {
 		while (nfree && next + bs <= end && !err) {
 			struct cf_pslot *s = &slots[freelist[nfree - 1]];
+
 			cf_block_oid(cff, next, &s->oid);
-			s->sealing = 0;
-			rc = coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, &s->ev);
+			s->offset = next;
+			s->stage = CF_P_CREATE;
+			s->waits = 0;
+			rc = cf_pslot_run(cd, s, bs, &s->ev);
 			if (rc < 0) {
 				if (rc != -EAGAIN)
 					err = rc;
@@ -1139,7 +1291,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			}
 			nfree--;
 			running++;
-			next += bs;
+			next += stride;
 		}
 		if (!running)
 			continue;
@@ -1148,7 +1300,9 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			err = n;
 			break;
 		}
-		if (n == 0 && cf_now_us() - quiet_since > CF_DRAIN_TIMEOUT_US) {
+		/* a get waiting for another client's seal may be silent for CF_PREFILL_WAIT_US */
+		if (n == 0 &&
+		    cf_now_us() - quiet_since > CF_PREFILL_WAIT_US + CF_DRAIN_TIMEOUT_US) {
 			err = -ETIMEDOUT;
 			break;
 		}
@@ -1156,32 +1310,29 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			quiet_since = cf_now_us();
 		for (int i = 0; i < n; i++) {
 			struct cf_pslot *s = (struct cf_pslot *)(void *)evs[i];
-			int e = evs[i]->ev_error;
 
 			running--;
-			if (!s->sealing && e == 0) {
-				memset(s->data, 0, bs);
-				s->sealing = 1;
-				rc = coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE,
-							 &s->ev);
-				if (rc == 0) {
-					running++;
-					continue;
-				}
-				if (rc == -EAGAIN) /* ring full: wait for this one */
-					rc = coffer_obj_seal_oid(cd->conn, &s->oid,
-								 COFFER_SEAL_RELEASE, NULL);
-				e = rc;
+			rc = cf_pslot_advance(cd, s, bs, evs[i]->ev_error);
+			if (rc == 1) {
+				running++;
+				continue;
 			}
-			if (e < 0 && e != -EEXIST && !err)
-				err = e;
+			if (rc == -ETIMEDOUT && s->stage == CF_P_WAIT && !err)
+				log_err("fio: coffer: prefill of %s: the block at offset %llu is "
+					"being created by another client, which did not seal it "
+					"within %d s\n",
+					f->file_name, (unsigned long long)s->offset,
+					CF_PREFILL_WAITS * (CF_PREFILL_WAIT_US / 1000000));
+			if (rc < 0 && !err)
+				err = rc;
 			freelist[nfree++] = (unsigned int)(s - slots);
 		}
 	}
 
-	for (unsigned int i = 0; i < CF_PREFILL_DEPTH; i++)
-		coffer_event_fini(&slots[i].ev);
+	/* the forced destroy waits for whatever is still running; then the events can go */
 	coffer_eq_destroy(eq, COFFER_EQ_FORCE);
+	for (unsigned int i = 0; i < ninit; i++)
+		coffer_event_fini(&slots[i].ev);
 	free(slots);
 	return err;
 }
@@ -1192,7 +1343,6 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	const struct cf_options *o = td->eo;
 	const char *ns = cf_namespace(o);
 	struct cf_file *cff = FILE_ENG_DATA(f);
-	uint64_t h1, h2;
 	int rc;
 
 	if (!cff) {
@@ -1201,13 +1351,17 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 			td_verror(td, ENOMEM, "coffer open_file");
 			return 1;
 		}
-		h1 = cf_hash64(0x636f66666572ull /* "coffer" */, ns, f->file_name);
-		h2 = cf_hash64(0x66696f2d6e73ull /* "fio-ns" */, ns, f->file_name);
-		cf_store_le64(cff->prefix, h1);
-		for (int i = 0; i < 4; i++)
-			cff->prefix[8 + i] = (uint8_t)(h2 >> (8 * i));
+		cf_file_prefix(ns, f->file_name, cff->prefix);
 		FILE_SET_ENG_DATA(f, cff);
 	}
+	/*
+	 * fio asks for the file's size (cf_get_file_size) before it computes where the job
+	 * starts (offset=, offset_increment=, offset=N%), and drops every I/O that would end past
+	 * that size without a word: a job starting past it did nothing and exited 0. A store
+	 * file has no size of its own: it is as long as the job's I/O needs, known by now.
+	 */
+	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
+		f->real_file_size = f->file_offset + f->io_size;
 
 	if (o->prefill && td_read(td)) {
 		if (!cd->prefilled) {
@@ -1241,7 +1395,21 @@ static int cf_close_file(struct thread_data *td, struct fio_file *f)
 	return 0;
 }
 
-/* A file is as large as the job says: size= split over nrfiles, or filesize=. */
+/*
+ * unlink=1 / unlink_each_loop=1. Without this hook fio would unlink(2) the file's name in the
+ * local file system: a file there that happens to have that name is not this job's (its
+ * blocks live in the store) and must survive. The blocks stay in the store, as a cache's
+ * entries do: evicted when the arena needs room, or deleted by a trim job (rw=trim).
+ */
+static int cf_unlink_file(struct thread_data *td, struct fio_file *f)
+{
+	(void)td;
+	(void)f;
+	return 0;
+}
+
+/* A file is as large as the job says: size= split over nrfiles, or filesize=; without
+ * either the job fails here, saying so. */
 static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 {
 	uint64_t size;
@@ -1253,8 +1421,14 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 	else if (td->o.size && td->o.nr_files)
 		size = td->o.size / td->o.nr_files +
 		       td_min_bs(td); /* first files may get a block more */
-	else
-		return 0; /* unknown: fio asks for size= */
+	else {
+		/* fio would fail with a bare "total_file_size ... Invalid argument" */
+		log_err("fio: coffer: %s has no size of its own (its blocks live in the store): "
+			"give size= or filesize= in bytes (not a percentage)\n",
+			f->file_name);
+		td_verror(td, EINVAL, "coffer file size");
+		return 1;
+	}
 	f->real_file_size = size;
 	fio_file_set_size_known(f);
 	return 0;
@@ -1359,6 +1533,7 @@ __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
     .cleanup = cf_cleanup,
     .open_file = cf_open_file,
     .close_file = cf_close_file,
+    .unlink_file = cf_unlink_file,
     .get_file_size = cf_get_file_size,
     .io_u_init = cf_io_u_init,
     .io_u_free = cf_io_u_free,

@@ -21,6 +21,9 @@
  * a doorbell bit the page does not have (a shift past 63 bits, undefined behaviour). A
  * fourth passes a pipe without a reader as its request doorbell and says it sleeps: the
  * client must refuse it at connect (-EPROTO) rather than die of SIGPIPE at its first call.
+ * Two fakes that announce the same segment id and arena size (segment ids are 32 random
+ * bits, and a store may lie) must still be two arenas to a client connected to both: each
+ * connection reads its own store's memory, never the other's mapping.
  */
 #include <errno.h>
 #include <poll.h>
@@ -53,11 +56,12 @@ struct fake {
 	char path[100];
 	int lsock;
 	pthread_t tid;
-	int errors;	     /* protocol steps that went wrong on the fake's side */
-	bool short_doorbell; /* answer HELLO with a 100-byte doorbell page, then wait for EOF */
-	bool bad_chan_id;    /* open the channel as id 1000, then answer closes until EOF */
-	bool bad_bell;	     /* pass a pipe with no reader as the store's request doorbell, and
-			      * say the store sleeps, then wait for EOF */
+	int errors;	      /* protocol steps that went wrong on the fake's side */
+	bool short_doorbell;  /* answer HELLO with a 100-byte doorbell page, then wait for EOF */
+	bool bad_chan_id;     /* open the channel as id 1000, then answer closes until EOF */
+	bool bad_bell;	      /* pass a pipe with no reader as the store's request doorbell, and
+			       * say the store sleeps, then wait for EOF */
+	const char *greeting; /* 10 bytes at arena offset 4096 (GET of ID 4), "hello-fake" */
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
@@ -181,7 +185,7 @@ static void *fake_main(void *arg)
 	base = mmap(NULL, FAKE_ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
 	if (base == MAP_FAILED)
 		goto fail;
-	memcpy(base + 4096, "hello-fake", 10);
+	memcpy(base + 4096, f->greeting ? f->greeting : "hello-fake", 10);
 	if (f->bad_bell) { /* a client writing to it would die of SIGPIPE */
 		int p[2];
 
@@ -275,13 +279,15 @@ fail:
 	return NULL;
 }
 
-static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell)
+static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+		      const char *greeting)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!f)
 		return -1;
+	f->greeting = greeting;
 	f->short_doorbell = short_doorbell;
 	f->bad_chan_id = bad_chan_id;
 	f->bad_bell = bad_bell;
@@ -304,22 +310,22 @@ static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool 
 
 static int setup(void **state)
 {
-	return setup_fake(state, false, false, false);
+	return setup_fake(state, false, false, false, NULL);
 }
 
 static int setup_short_doorbell(void **state)
 {
-	return setup_fake(state, true, false, false);
+	return setup_fake(state, true, false, false, NULL);
 }
 
 static int setup_bad_chan_id(void **state)
 {
-	return setup_fake(state, false, true, false);
+	return setup_fake(state, false, true, false, NULL);
 }
 
 static int setup_bad_bell(void **state)
 {
-	return setup_fake(state, false, false, true);
+	return setup_fake(state, false, false, true, NULL);
 }
 
 static int teardown(void **state)
@@ -481,6 +487,56 @@ static void test_bad_channel_id(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/* GET of ID 4 (the fake's honest answer: 10 bytes at offset 4096) through @c into *@data. */
+static int get_greeting(coffer_handle_t c, coffer_handle_t eq, const void **data)
+{
+	struct coffer_oid oid = {{4}};
+	struct coffer_event ev;
+	uint64_t size = 0;
+	int rc;
+
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	rc = coffer_obj_get_oid(c, &oid, 0, data, &size, &ev);
+	if (rc == 0)
+		rc = poll_one(eq, &ev);
+	if (rc == 0)
+		rc = ev.ev_error;
+	if (rc == 0 && size != 10)
+		rc = -EIO;
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	return rc;
+}
+
+/*
+ * Two stores, one segment id and arena size (the second fake copies the first's, as a
+ * random 32-bit id may, or a lying store does): the client maps each arena on its own, so
+ * each connection reads its own store's bytes. Sharing the first mapping by id would let
+ * the second store's offsets reach, and its creates write, the first store's objects.
+ */
+static void test_same_segment_id(void **state)
+{
+	struct fake *a = *state;
+	void *bstate = NULL;
+	coffer_handle_t ca, cb, eq;
+	const void *da = NULL, *db = NULL;
+
+	assert_int_equal(setup_fake(&bstate, false, false, false, "other-fake"), 0);
+	assert_int_equal(coffer_connect(a->path, &ca), 0);
+	assert_int_equal(coffer_connect(((struct fake *)bstate)->path, &cb), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(ca, eq, &da), 0);
+	assert_int_equal(get_greeting(cb, eq, &db), 0);
+	assert_memory_equal(da, "hello-fake", 10);
+	assert_memory_equal(db, "other-fake", 10);
+	assert_ptr_not_equal(da, db);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(cb), 0);
+	assert_int_equal(coffer_disconnect(ca), 0);
+	assert_int_equal(((struct fake *)bstate)->errors, 0);
+	assert_int_equal(a->errors, 0);
+	teardown(&bstate);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +544,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_short_doorbell, setup_short_doorbell, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_channel_id, setup_bad_chan_id, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_bell, setup_bad_bell, teardown),
+	    cmocka_unit_test_setup_teardown(test_same_segment_id, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,9 +23,37 @@
 #   overwrite     random writes over 16 blocks at iodepth 32 (so the same block is written
 #                 by several I/Os in flight at once: create -EEXIST, retried) finish
 #                 without errors, and every block is then readable
+#   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
+#                 splitting one file with offset_increment=1m) do all their I/O and verify
+#                 it, as with a real file; before, fio skipped it silently and exited 0
+#   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
+#                 name of a fio file (the engine's files live in the store); before, fio's
+#                 default unlink removed it
+#   write-busy    a write of a block that another client keeps created and unsealed gives
+#                 up after 5 s with ETIMEDOUT and says why; before, it retried (busy, a
+#                 core's worth of CPU) for as long as that client held the block
+#   io-error      an I/O the store refuses says why in coffer's words once per job (a block
+#                 larger than the arena: "object larger than the store's capacity"), not
+#                 only fio's strerror ("Argument list too long")
+#   no-size       a job without size= or filesize= (or with size=N%, a share of a file size
+#                 a coffer file does not have) fails saying so; before, fio's bare
+#                 "func=total_file_size, error=Invalid argument"
+#   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
+#                 coffer file has none), fails with a message that says so; before, fio's
+#                 own "failed to lseek pre-read file: Bad file descriptor"
+#   trim-busy     a trim of a block another client has created and not sealed yet succeeds
+#                 (it is ordered before that write, as a trim of a missing block is);
+#                 before, the job failed with EBUSY
+#   prefill-align coffer_prefill=1 creates a block at every offset a read may start at: with
+#                 blockalign=4k below bs=8k, reads start at every 4 KiB; before, the prefill
+#                 made blocks only every bs and half of the reads failed with ENOENT
+#   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
+#                 (created, not sealed yet: what a second job prefilling the same file
+#                 looks like): the prefill waits for that seal, so no read fails with ENOENT
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
-# COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs). COFFER_FIO_TEST_SECONDS
+# COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
+# (tests/fio/fio_block: one block of a fio file, named by the engine's mapping). COFFER_FIO_TEST_SECONDS
 # overrides the time-based runs' length (default 2).
 # Exit status: 0 pass, 1 fail, 77 skip (with the reason printed).
 set -uo pipefail
@@ -34,6 +62,7 @@ case_name=${1:-}
 store_bin=${COFFER_STORE:-}
 engine=${COFFER_FIO_ENGINE:-}
 jobs=${COFFER_FIO_JOBS:-}
+block=${COFFER_FIO_BLOCK:-}
 seconds=${COFFER_FIO_TEST_SECONDS:-2}
 
 skip() {
@@ -296,8 +325,239 @@ case_overwrite() {
 	say "$ios overwrites of 16 blocks at iodepth 32, all blocks readable afterwards"
 }
 
+# offset=/offset_increment= move a job's start past the size the engine reported (size= split
+# over the files): fio asks for that size before it computes the start, and drops every I/O
+# that would end past it without a word. Each job must do and verify all of its size=.
+case_offset() {
+	local rc bytes
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=offset --name=o --rw=randwrite \
+		--bs=4k --size=1m --offset=2m --iodepth=8 --verify=crc32c --output-format=json \
+		--output="$work/o1.json" >"$work/o1.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/o1.log"
+	[ "$rc" -eq 0 ] || fail "offset=2m: $(cat "$work/o1.log" "$work/o1.json")"
+	bytes=$(jq '.jobs[0].write.io_bytes' "$work/o1.json")
+	[ "$bytes" -eq $((1 << 20)) ] || fail "offset=2m: wrote $bytes bytes, expected 1 MiB"
+	bytes=$(jq '.jobs[0].read.io_bytes' "$work/o1.json")
+	[ "$bytes" -eq $((1 << 20)) ] || fail "offset=2m: verified $bytes bytes, expected 1 MiB"
+	# three jobs share one file, each its own MiB of it (the usual way to split a file);
+	# fio warns on stdout that writers may overlap, so the JSON is what follows that line
+	fio_engine --coffer_socket="$sock" --coffer_namespace=offset --name=s --filename=split \
+		--rw=write --bs=4k --size=1m --numjobs=3 --offset_increment=1m --iodepth=8 \
+		--verify=crc32c --output-format=json --output="$work/o2.out" >"$work/o2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/o2.log"
+	sed -n '/^{/,$p' "$work/o2.out" >"$work/o2.json"
+	[ "$rc" -eq 0 ] || fail "offset_increment: $(cat "$work/o2.log" "$work/o2.out")"
+	local wrote verified
+	wrote=$(jq -c '[.jobs[].write.io_bytes]' "$work/o2.json")
+	verified=$(jq -c '[.jobs[].read.io_bytes]' "$work/o2.json")
+	[ "$wrote" = "[1048576,1048576,1048576]" ] ||
+		fail "offset_increment=1m: jobs wrote $wrote bytes, expected 1 MiB each"
+	[ "$verified" = "[1048576,1048576,1048576]" ] ||
+		fail "offset_increment=1m: jobs verified $verified bytes, expected 1 MiB each"
+	say "offset=2m and offset_increment=1m (3 jobs): every job wrote and verified its 1 MiB"
+}
+
+# Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
+# finds a block that another job has created but not sealed yet (-EEXIST) must not read it
+# before that seal, or the read fails with ENOENT. Made deterministic with fio_block, which
+# holds block 0 unsealed for a while as such a job does.
+case_prefill_busy() {
+	local rc holder
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	# fio_block must name the blocks the engine writes, or this case would prove nothing
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=w --filename=mapped \
+		--rw=write --bs=4k --size=8k --offset=4k >"$work/w.log" 2>&1 ||
+		fail "writing a block: $(cat "$work/w.log")"
+	"$block" "$sock" busy mapped 4096 exists ||
+		fail "fio_block does not find the block fio wrote (mapping differs from the engine's)"
+	"$block" "$sock" busy mapped 0 exists && fail "fio_block finds a block fio never wrote"
+	# block 0 of 'shared' is being written by another client for 2 s
+	"$block" "$sock" busy shared 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 --name=r \
+		--filename=shared --rw=read --bs=4k --size=64k --iodepth=4 --output-format=json \
+		--output="$work/r.json" >"$work/r.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "reads after the prefill failed: $(cat "$work/r.log" "$work/r.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/r.json")" -eq $((64 << 10)) ] ||
+		fail "not every block was read: $(jq '.jobs[0].read.io_bytes' "$work/r.json") bytes"
+	say "prefill waited for a block another client was still writing; every read succeeded"
+}
+
+# fio unlinks a job's files at its end (unlink=1) or after each loop (unlink_each_loop=1)
+# through the engine, or with unlink(2) of the file's name when the engine has no hook. A
+# coffer file is blocks in the store: a local file that happens to have its name (in the
+# directory fio runs in, or named by filename=) is someone else's and must survive.
+case_unlink() {
+	local rc
+	start_store 64M
+	printf 'not fio data\n' >"$work/u.0.0"
+	printf 'not fio data either\n' >"$work/named"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unlink --name=u --rw=write \
+		--bs=4k --size=64k --unlink=1 >"$work/u.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/u.log"
+	[ "$rc" -eq 0 ] || fail "unlink=1 run: $(cat "$work/u.log")"
+	[ "$(cat "$work/u.0.0" 2>/dev/null)" = "not fio data" ] ||
+		fail "unlink=1 deleted or changed the local file u.0.0"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unlink --name=n \
+		--filename="$work/named" --rw=write --bs=4k --size=64k --loops=2 \
+		--unlink_each_loop=1 --unlink=1 >"$work/n.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n.log"
+	[ "$rc" -eq 0 ] || fail "unlink_each_loop=1 run: $(cat "$work/n.log")"
+	[ "$(cat "$work/named" 2>/dev/null)" = "not fio data either" ] ||
+		fail "unlink_each_loop=1 deleted or changed the local file named by filename="
+	say "unlink=1 and unlink_each_loop=1 left local files of the same names alone"
+}
+
+# A write replaces its block: create(REPLACE), which answers -EEXIST while another create of
+# the block is pending; the engine retries until that one is sealed. A client that keeps
+# the block created and unsealed (stopped, wedged) must not hold fio forever: fio's runtime
+# is 1 s, the block is held 12 s, and the write fails with ETIMEDOUT well before that.
+case_write_busy() {
+	local rc holder t0 t1
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	"$block" "$sock" busy held 0 hold 4096 12000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	t0=$(date +%s)
+	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" \
+		--coffer_namespace=busy --name=w --filename=held --rw=write --bs=4k --size=64k \
+		--time_based=1 --runtime=1 --output-format=json --output="$work/w.json" \
+		>"$work/w.log" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	[ "$rc" -ne 124 ] || fail "fio hung on the held block"
+	no_crash "$rc" "$work/w.log"
+	[ "$rc" -ne 0 ] || fail "the write of a block held unsealed for 12 s succeeded after $((t1 - t0)) s"
+	[ $((t1 - t0)) -lt 11 ] || fail "fio took $((t1 - t0)) s: it waited for the holder"
+	[ "$(jq '.jobs[0].error' "$work/w.json")" -eq 110 ] ||
+		fail "expected ETIMEDOUT (110), got $(jq '.jobs[0].error' "$work/w.json"): $(cat "$work/w.log")"
+	grep -q "being created by another client" "$work/w.log" ||
+		fail "no message says why: $(cat "$work/w.log")"
+	say "a write of a block held unsealed by another client failed with ETIMEDOUT after $((t1 - t0)) s"
+}
+
+case_pre_read() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=preread --coffer_prefill=1 \
+		--name=p --rw=randread --bs=4k --size=64k --pre_read=1 >"$work/p.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/p.log"
+	[ "$rc" -ne 0 ] || fail "pre_read=1 ran although the engine cannot pre-read"
+	grep -q "coffer: pre_read=1 is not supported" "$work/p.log" ||
+		fail "no clear message: $(cat "$work/p.log")"
+	say "pre_read=1: $(grep -m1 'pre_read=1' "$work/p.log")"
+}
+
+case_io_error() {
+	local rc n
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=ioerr --name=big --rw=write \
+		--bs=128m --size=256m --iodepth=2 --output-format=json --output="$work/b.json" \
+		>"$work/b.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/b.log"
+	[ "$rc" -ne 0 ] || fail "a write larger than the arena succeeded"
+	[ "$(jq '.jobs[0].error' "$work/b.json")" -eq 7 ] ||
+		fail "expected E2BIG (7), got $(jq '.jobs[0].error' "$work/b.json")"
+	grep -q "coffer: write of big.0.0 at offset 0 failed: object larger than the store's capacity" \
+		"$work/b.log" || fail "no message in coffer's words: $(cat "$work/b.log")"
+	n=$(grep -c "coffer: .* failed:" "$work/b.log")
+	[ "$n" -eq 1 ] || fail "expected one such line per job, got $n: $(cat "$work/b.log")"
+	say "$(grep -m1 'coffer: write of' "$work/b.log")"
+}
+
+case_no_size() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
+		--bs=4k >"$work/n1.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n1.log"
+	[ "$rc" -ne 0 ] || fail "a job without a size ran"
+	grep -q "coffer: .*has no size of its own" "$work/n1.log" ||
+		fail "no size=: no clear message: $(cat "$work/n1.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
+		--bs=4k --size=50% >"$work/n2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/n2.log"
+	[ "$rc" -ne 0 ] || fail "a job with size=50% ran"
+	grep -q "coffer: .*has no size of its own" "$work/n2.log" ||
+		fail "size=50%: no clear message: $(cat "$work/n2.log")"
+	say "$(grep -m1 'has no size of its own' "$work/n1.log")"
+}
+
+case_trim_busy() {
+	local rc holder
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	"$block" "$sock" busy trimmed 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=t --filename=trimmed \
+		--rw=trim --bs=4k --size=64k --output-format=json --output="$work/t.json" \
+		>"$work/t.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/t.log"
+	[ "$rc" -eq 0 ] || fail "trim beside a block being written: $(cat "$work/t.log" "$work/t.json")"
+	[ "$(jq '.jobs[0].trim.io_bytes' "$work/t.json")" -eq $((64 << 10)) ] ||
+		fail "not every block was trimmed: $(jq '.jobs[0].trim.io_bytes' "$work/t.json") bytes"
+	"$block" "$sock" busy trimmed 0 exists || fail "the other client's block is gone after its seal"
+	say "trim of a block another client was writing succeeded; that block stays once sealed"
+}
+
+case_prefill_align() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=align --coffer_prefill=1 \
+		--name=a --rw=randread --bs=8k --blockalign=4k --size=256k --iodepth=8 \
+		--output-format=json --output="$work/a.out" >"$work/a.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/a.log"
+	sed -n '/^{/,$p' "$work/a.out" >"$work/a.json" # after fio's randommap notice
+	[ "$rc" -eq 0 ] || fail "reads after the prefill failed: $(cat "$work/a.log" "$work/a.out")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/a.json")" -eq $((256 << 10)) ] ||
+		fail "not every read was done: $(jq '.jobs[0].read.io_bytes' "$work/a.json") bytes"
+	say "bs=8k blockalign=4k: every read found its prefilled block"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-align) case_prefill_align ;;
+trim-busy) case_trim_busy ;;
+no-size) case_no_size ;;
+io-error) case_io_error ;;
+pre-read) case_pre_read ;;
+write-busy) case_write_busy ;;
+unlink) case_unlink ;;
+prefill-busy) case_prefill_busy ;;
+offset) case_offset ;;
 overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
 store-stopped) case_store_dies STOP ;;
@@ -308,7 +568,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
