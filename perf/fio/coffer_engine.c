@@ -27,7 +27,8 @@
  *
  * Asynchronous path (the DAOS dfs engine's shape, with coffer's batched channel under it):
  *  - queue launches a write's first stage (create) with the io_u's own event on the job's
- *    EQ and returns FIO_Q_QUEUED (FIO_Q_BUSY when the channel is full, -EAGAIN); a read is
+ *    EQ and returns FIO_Q_QUEUED (when the channel is full, -EAGAIN, the write waits on the
+ *    retry list below instead: fio's FIO_Q_BUSY requeue breaks verify); a read is
  *    only noted, and all reads noted since the last commit are launched at commit as one
  *    coffer_obj_get_oid_vec() (each with its own event): one channel pin and submit-lock
  *    round trip per batch instead of per read (~17% -> ~7% of fio's samples in submission,
@@ -970,10 +971,18 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	/* the reads queued before this I/O go out first: requests keep fio's order */
 	cf_pend_flush(cd);
 	rc = cf_launch(cd, &req->op);
+	if (rc == -EAGAIN) {
+		/* The channel is full: park the I/O (getevents relaunches it once the poll made
+		 * room) rather than answer FIO_Q_BUSY. fio 3.33 requeues a busy write by filling
+		 * its verify header again, which draws one more verify seed: every later block
+		 * of a read/write job then fails verify with "bad header rand_seed" although
+		 * its data is right (seen at iodepth >= 512, where the ring fills up). */
+		cf_retry_push(cd, &req->op);
+		cd->queued[cd->nr_queued++] = io_u;
+		return FIO_Q_QUEUED;
+	}
 	if (rc < 0) {
 		req->op.stage = CF_IDLE;
-		if (rc == -EAGAIN)
-			return FIO_Q_BUSY;
 		cf_log_io_error(cd, io_u, rc);
 		io_u->error = (unsigned int)-rc;
 		return FIO_Q_COMPLETED;
