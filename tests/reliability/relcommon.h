@@ -28,8 +28,23 @@
 #define REL_ASAN 1
 #endif
 #endif
+/*
+ * Under ThreadSanitizer the store's RSS also grows with TSan's own bookkeeping: the shadow
+ * of every address it touches and a sync object per address used with release/acquire
+ * atomics, such as each object-index slot's sequence word the store publishes (slots are
+ * touched at random as objects are sealed: up to a few MiB for a 64 MiB arena's index).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define REL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define REL_TSAN 1
+#endif
+#endif
 #ifdef REL_ASAN
 #define REL_RSS_SAN_SLACK_KB (256 * 1024)
+#elif defined(REL_TSAN)
+#define REL_RSS_SAN_SLACK_KB (16 * 1024)
 #else
 #define REL_RSS_SAN_SLACK_KB 0
 #endif
