@@ -976,6 +976,9 @@ void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner
 	}
 	if (o->blk != NULL)
 		__builtin_prefetch(o->blk);
+	/* the index slot the seal of a replacement rewrites (random in a table of MiBs) */
+	if (o->islot != 0)
+		__builtin_prefetch(&ot->index[o->islot - 1], 1);
 }
 
 int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,

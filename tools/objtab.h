@@ -102,7 +102,7 @@ uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid);
  * @h: coffer__ot_hash() of the request's ObjectID.
  * @stage: 0: the hash bucket; 1: the bucket's first entry; 2: the entry's current object and
  * the (client, object) holder bucket; 3: that bucket's first holder, the object's LRU
- * neighbours and its arena block.
+ * neighbours, its arena block and its object-index slot.
  * Source: the group prefetching of hash probes in Chen et al., "Improving Hash Join
  * Performance through Prefetching" (ICDE 2004).
  */
