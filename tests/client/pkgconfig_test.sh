@@ -1,16 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# tests/client/pkgconfig_test.sh STORE_BIN BUILD_ROOT SOURCE_ROOT CC - coffer.pc (its
+# tests/client/pkgconfig_test.sh STORE_BIN BUILD_ROOT SOURCE_ROOT CC SANITIZE - coffer.pc (its
 # uninstalled twin in BUILD_ROOT/meson-uninstalled) as a client sees it:
 #  - `pkg-config --cflags coffer` names coffer's own include folders only: no installed
 #    header includes ck or liburcu, so their Cflags (ck.pc's -D__x86_64__, liburcu's
 #    -I/usr/include/<triplet>) must not reach every client's compile line;
 #  - README's client example (docs/example.c) links fully statically with
 #    `pkg-config --static --libs coffer` (ck and liburcu still come along, privately) and
-#    runs against a fresh store.
+#    runs against a fresh store. In a sanitizer build (SANITIZE: meson's b_sanitize, not
+#    "none") the sanitizers cannot link -static: libcoffer.a, ck and liburcu are linked
+#    statically (-Wl,-Bstatic) and the C library dynamically, with -fsanitize=SANITIZE.
 # Exit status: 0 pass, 1 fail, 77 skip (no pkg-config, or no static C library).
 set -eu
-store=$1 build=$2 src=$3 cc=$4
+store=$1 build=$2 src=$3 cc=$4 san=$5
 command -v pkg-config >/dev/null || { echo "SKIP: pkg-config is not installed"; exit 77; }
 PKG_CONFIG_PATH=$build/meson-uninstalled
 export PKG_CONFIG_PATH
@@ -26,11 +28,19 @@ for f in $cflags; do
 done
 . "$(dirname "$0")/store_lib.sh"
 store_start "$store" 16M
-printf 'int main(void) { return 0; }\n' >"$tmp/empty.c"
-"$cc" -static -o "$tmp/empty" "$tmp/empty.c" 2>/dev/null ||
-	{ echo "SKIP: $cc cannot link a static program (no static C library)"; exit 77; }
-# shellcheck disable=SC2046 # pkg-config's output is a list of words
-"$cc" -static -o "$tmp/example" "$src/docs/example.c" $cflags $(pkg-config --static --libs coffer) ||
-	{ echo "FAIL: docs/example.c does not link statically with pkg-config --static --libs coffer" >&2; exit 1; }
+if [ "$san" = none ]; then
+	printf 'int main(void) { return 0; }\n' >"$tmp/empty.c"
+	"$cc" -static -o "$tmp/empty" "$tmp/empty.c" 2>/dev/null ||
+		{ echo "SKIP: $cc cannot link a static program (no static C library)"; exit 77; }
+	# shellcheck disable=SC2046 # pkg-config's output is a list of words
+	"$cc" -static -o "$tmp/example" "$src/docs/example.c" $cflags \
+		$(pkg-config --static --libs coffer) ||
+		{ echo "FAIL: docs/example.c does not link -static with pkg-config --static --libs coffer" >&2; exit 1; }
+else
+	# shellcheck disable=SC2046
+	"$cc" -fsanitize="$san" -o "$tmp/example" "$src/docs/example.c" $cflags \
+		-Wl,-Bstatic $(pkg-config --static --libs coffer) -Wl,-Bdynamic ||
+		{ echo "FAIL: docs/example.c does not link libcoffer.a with pkg-config --static --libs coffer" >&2; exit 1; }
+fi
 "$tmp/example" "$sock"
 echo "pkg-config --cflags coffer: $cflags; a static link of docs/example.c runs"
