@@ -12,6 +12,7 @@
 #    -lcoffer) with -fsanitize=SANITIZE, and what Libs.private names, dynamically (TSan
 #    knows liburcu's shared libraries only: tests/tsan.supp).
 # Exit status: 0 pass, 1 fail, 77 skip (no pkg-config, or no static C library).
+# shellcheck disable=SC2154 # $tmp and $sock are set by store_start (store_lib.sh)
 set -eu
 store=$1 build=$2 src=$3 cc=$4 san=$5
 command -v pkg-config >/dev/null || { echo "SKIP: pkg-config is not installed"; exit 77; }
@@ -27,18 +28,19 @@ for f in $cflags; do
 		;;
 	esac
 done
+# shellcheck source=store_lib.sh
 . "$(dirname "$0")/store_lib.sh"
 store_start "$store" 16M
 if [ "$san" = none ]; then
 	printf 'int main(void) { return 0; }\n' >"$tmp/empty.c"
 	"$cc" -static -o "$tmp/empty" "$tmp/empty.c" 2>/dev/null ||
 		{ echo "SKIP: $cc cannot link a static program (no static C library)"; exit 77; }
-	# shellcheck disable=SC2046 # pkg-config's output is a list of words
+	# shellcheck disable=SC2046,SC2086 # pkg-config's output is a list of words
 	"$cc" -static -o "$tmp/example" "$src/docs/example.c" $cflags \
 		$(pkg-config --static --libs coffer) ||
 		{ echo "FAIL: docs/example.c does not link -static with pkg-config --static --libs coffer" >&2; exit 1; }
 else
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046,SC2086
 	"$cc" -fsanitize="$san" -o "$tmp/example" "$src/docs/example.c" $cflags \
 		$(pkg-config --static --libs coffer | sed 's/-lcoffer /-l:libcoffer.a /') ||
 		{ echo "FAIL: docs/example.c does not link libcoffer.a with pkg-config --static --libs coffer" >&2; exit 1; }
