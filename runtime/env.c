@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* runtime/env.c - see env.h; and coffer_env_check(), which names a bad COFFER_* variable. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <coffer/common.h>
 
@@ -49,4 +51,31 @@ COFFER_API int coffer_env_check(const char **name)
 	if (name != NULL)
 		*name = bad;
 	return bad != NULL ? -EINVAL : 0;
+}
+
+int coffer__env_explain(char *buf, size_t len)
+{
+	uint64_t buckets = COFFER_HHASH_DEFAULT_BUCKETS_LOG2, locks = 0;
+	const char *name;
+
+	buf[0] = '\0';
+	if (coffer_env_check(&name) == 0)
+		return 0;
+	/* a valid number that coffer_env_check() still refused: more stripes than buckets
+	 * (COFFER_HHASH_BUCKETS_LOG2 is valid, or it would have been named first) */
+	if (strcmp(name, "COFFER_HHASH_LOCKS_LOG2") == 0 &&
+	    coffer__env_hhash_locks_log2(&locks) == 0 &&
+	    coffer__env_hhash_buckets_log2(&buckets) == 0 && locks > buckets) {
+		const char *b = getenv("COFFER_HHASH_BUCKETS_LOG2");
+
+		snprintf(buf, len,
+			 "environment variable %s=\"%s\" is above COFFER_HHASH_BUCKETS_LOG2 "
+			 "(%llu%s): more lock stripes than hash buckets",
+			 name, getenv(name), (unsigned long long)buckets,
+			 b && b[0] ? "" : ", the default");
+		return -EINVAL;
+	}
+	snprintf(buf, len, "environment variable %s=\"%s\" is not a decimal number in its range",
+		 name, getenv(name));
+	return -EINVAL;
 }

@@ -7,6 +7,7 @@
 #ifndef COFFER_RUNTIME_ENV_H
 #define COFFER_RUNTIME_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/proto_util.h" /* COFFER_RING_ENTRIES_MAX */
@@ -19,6 +20,20 @@
  * Context: any thread (getenv: not concurrently with setenv).
  */
 int coffer__env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * coffer__env_explain() - the client COFFER_* variable that coffer_env_check() refuses, and
+ * why, as one phrase for an error message: 'environment variable NAME="VALUE" is not a
+ * decimal number in its range', or, for a COFFER_HHASH_LOCKS_LOG2 within 1..26 that is above
+ * the bucket count's log2, 'environment variable COFFER_HHASH_LOCKS_LOG2="20" is above
+ * COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets'.
+ * @buf: out: the phrase, NUL-terminated ("" when no variable is bad); @len: its size in
+ * bytes (> 0); a longer phrase is truncated.
+ * Return: 0 (every variable unset, empty or valid); -EINVAL (@buf names the first bad one,
+ * the one coffer_env_check() names).
+ * Context: as coffer_env_check(): any thread, not concurrently with setenv(); no lock.
+ */
+int coffer__env_explain(char *buf, size_t len);
 
 /* The client's variables, each with its one range (coffer_init() and coffer_connect() check
  * them; later readers take the value, or @out's default if it changed since);

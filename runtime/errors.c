@@ -26,9 +26,8 @@ COFFER_API const char *coffer_strerror(int err)
 	case EINVAL:
 		/* coffer_init()/coffer_connect() also say -EINVAL for a bad COFFER_* variable,
 		 * which no argument explains: coffer_env_check() names it. */
-		return "invalid argument (or a handle of the wrong type, or a COFFER_* "
-		       "environment variable not a decimal number in its range: "
-		       "coffer_env_check() names it)";
+		return "invalid argument (or a handle of the wrong type, or a bad COFFER_* "
+		       "environment variable: coffer_env_check() names it)";
 	case EEXIST:
 		return "object or key already exists";
 	case EBUSY:

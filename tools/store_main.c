@@ -34,10 +34,10 @@ static const char usage[] =
     "                         with a notice), on (hugepages or fail), off\n"
     "  --socket-mode=MODE     octal permissions of the socket, 0600 (default) or up to\n"
     "                         0660: the store admits only its own user and, when MODE\n"
-    "                         has group bits, users whose group is the store's group\n"
-    "                         (connecting needs w: 0660, not 0640);\n"
-    "                         'other' bits (e.g. 0666) are refused, as they would admit\n"
-    "                         no one\n"
+    "                         has group bits, users whose group is the store's group;\n"
+    "                         connecting needs w, so group bits are rw or none (0640\n"
+    "                         and 0620 are refused), and 'other' bits (e.g. 0666)\n"
+    "                         are refused, as they would admit no one\n"
     "  --max-files=N          set the open-file limit (RLIMIT_NOFILE, soft) to N (0, or at\n"
     "                         least 16), higher or lower than the inherited one, at most the\n"
     "                         hard limit; default: the hard limit; 0: keep the inherited\n"
@@ -177,6 +177,13 @@ int main(int argc, char **argv)
 				return bad("bad --socket-mode '%s': 'other' bits admit no one (the "
 					   "store serves only its own user, and its group with "
 					   "group bits); use e.g. 0660",
+					   optarg);
+			/* connect(2) needs write permission on the socket file: group r
+			 * without w (0640) promises the group access its connect would fail
+			 * with EACCES; w without r (0620) is half a grant. rw or nothing. */
+			if ((m & 0060) == 0040 || (m & 0060) == 0020)
+				return bad("bad --socket-mode '%s': group bits must be rw (0660: "
+					   "connecting needs w) or none (0600)",
 					   optarg);
 			cfg.socket_mode = (mode_t)m;
 			break;

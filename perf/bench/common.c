@@ -31,6 +31,7 @@
 #include <coffer/common.h>
 
 #include "bench.h"
+#include "runtime/env.h"
 
 static hwloc_topology_t bench_topo;
 static bool bench_topo_loaded;
@@ -389,26 +390,20 @@ int bench_bad_value(const char *cmd, const struct option *lopts, int c, const ch
 const char *bench_env_hint(int err)
 {
 	static char buf[256];
-	const char *name;
+	char why[200];
 
-	if (err != -EINVAL || coffer_env_check(&name) == 0)
+	if (err != -EINVAL || coffer__env_explain(why, sizeof(why)) == 0)
 		return "";
-	snprintf(buf, sizeof(buf),
-		 " (environment variable %s=\"%s\" is not a decimal number in its range; see "
-		 "README.md \"Linking a client\")",
-		 name, getenv(name));
+	snprintf(buf, sizeof(buf), " (%s; see README.md \"Linking a client\")", why);
 	return buf;
 }
 
 int bench_connect_failed(const char *cmd, const char *path, int err, int nostore)
 {
-	const char *name;
+	char why[200];
 
-	if (err == -EINVAL && coffer_env_check(&name) != 0) {
-		fprintf(stderr,
-			"coffer-bench %s: environment variable %s=\"%s\" is not a decimal number "
-			"in its range (README.md \"Linking a client\")\n",
-			cmd, name, getenv(name));
+	if (err == -EINVAL && coffer__env_explain(why, sizeof(why)) != 0) {
+		fprintf(stderr, "coffer-bench %s: %s (README.md \"Linking a client\")\n", cmd, why);
 		return BENCH_EXIT_USAGE;
 	}
 	if (err == -ECONNREFUSED) {

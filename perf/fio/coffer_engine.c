@@ -89,6 +89,7 @@
 #include <coffer/hash.h>
 #include <coffer/store.h>
 
+#include "runtime/env.h"
 #include "runtime/proto_util.h"
 
 #include "coffer_oid.h"
@@ -123,7 +124,7 @@ enum cf_missing {
 /* Engine options; fio requires that no option lives at offset 0, hence the pad. */
 struct cf_options {
 	void *pad;
-	char *socket;
+	char socket[108]; /* "" (unset) or a path that fits sun_path; set by cf_opt_socket() */
 	char *namespace;
 	unsigned int prefill;
 	unsigned int missing;
@@ -204,19 +205,20 @@ struct cf_data {
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
-/* Appended to an error from coffer_init() or coffer_connect(): for -EINVAL caused by a bad
- * COFFER_* environment variable, the variable and its value (coffer_env_check()); else "". */
-static const char *cf_env_hint(int err, char *buf, size_t len)
+/*
+ * For an error @err from @call (coffer_init() or coffer_connect()): when it is the -EINVAL of
+ * a bad COFFER_* environment variable, log one line that leads with the variable, its value
+ * and why it is refused (coffer__env_explain()), and return true; else log nothing and
+ * return false (the caller says what failed).
+ */
+static bool cf_env_refused(const char *call, int err)
 {
-	const char *name;
+	char why[256];
 
-	if (err != -EINVAL || coffer_env_check(&name) == 0)
-		return "";
-	snprintf(buf, len,
-		 " (environment variable %s=\"%s\" is not a decimal number in its range; see "
-		 "README.md \"Linking a client\")",
-		 name, getenv(name));
-	return buf;
+	if (err != -EINVAL || coffer__env_explain(why, sizeof(why)) == 0)
+		return false;
+	log_err("fio: coffer: %s, so %s failed (see README.md \"Linking a client\")\n", why, call);
+	return true;
 }
 
 static const char *cf_strerror(int err)
@@ -334,9 +336,13 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 	cd->err_logged = true;
 	if (io_u->ddir == DDIR_TRIM)
 		what = "trim";
-	log_err("fio: coffer: %s of %s at offset %llu failed: %s\n", what,
+	log_err("fio: coffer: %s of %s at offset %llu failed: %s%s\n", what,
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
-		cf_strerror(err));
+		cf_strerror(err),
+		io_u->ddir == DDIR_READ && err == -ENOENT
+		    ? "; the block was never written (or was evicted): set coffer_prefill=1 to "
+		      "create missing blocks, or coffer_missing=zeros to read them as zeros"
+		    : "");
 }
 
 /* Hand a finished io_u to the current getevents call. @err: 0 or a negative errno. */
@@ -745,7 +751,7 @@ static void cf_drain(struct cf_data *cd, unsigned int missing)
 
 static const char *cf_socket_path(const struct cf_options *o)
 {
-	if (o->socket && o->socket[0])
+	if (o->socket[0])
 		return o->socket;
 	return getenv("COFFER_SOCKET"); /* NULL: the runtime's default path */
 }
@@ -758,13 +764,6 @@ static int cf_init(struct thread_data *td)
 	unsigned int slots;
 	int rc;
 
-	/* fio checks an option's range only when its minimum is non-zero, so a negative
-	 * coffer_spin_us arrives here as a huge unsigned value. */
-	if (o->spin_us > 1000000) {
-		log_err("fio: coffer: coffer_spin_us must be 0..1000000 microseconds\n");
-		td_verror(td, EINVAL, "coffer_spin_us");
-		return 1;
-	}
 	/* fio pre-reads with lseek(2) and read(2) on the file's descriptor, which a store file
 	 * does not have: say so instead of fio's "Bad file descriptor". */
 	if (td->o.pre_read) {
@@ -801,10 +800,8 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_init();
 	if (rc < 0) {
-		char hint[256];
-
-		log_err("fio: coffer: runtime init failed: %s%s\n", cf_strerror(rc),
-			cf_env_hint(rc, hint, sizeof(hint)));
+		if (!cf_env_refused("coffer_init()", rc))
+			log_err("fio: coffer: runtime init failed: %s\n", cf_strerror(rc));
 		td_verror(td, -rc, "coffer_init");
 		return 1;
 	}
@@ -812,14 +809,14 @@ static int cf_init(struct thread_data *td)
 
 	rc = coffer_connect(path, &cd->conn);
 	if (rc < 0) {
-		char defpath[108] = "its default socket", hint[256];
+		char defpath[108] = "its default socket";
 
 		/* name the path the runtime tried (set coffer_socket or COFFER_SOCKET otherwise) */
 		if (!path && coffer__default_socket_path(defpath, sizeof(defpath)) != 0)
 			snprintf(defpath, sizeof(defpath), "its default socket");
-		log_err("fio: coffer: cannot connect to coffer-store at %s: %s%s\n",
-			path ? path : defpath, cf_strerror(rc),
-			cf_env_hint(rc, hint, sizeof(hint)));
+		if (!cf_env_refused("coffer_connect()", rc))
+			log_err("fio: coffer: cannot connect to coffer-store at %s: %s\n",
+				path ? path : defpath, cf_strerror(rc));
 		cd->conn = COFFER_HANDLE_NULL;
 		td_verror(td, -rc, "coffer_connect");
 		return 1;
@@ -1445,12 +1442,60 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 
 /* ---- registration ----------------------------------------------------------------------- */
 
+/*
+ * Option parsers, called by fio with the job's struct cf_options for each value given
+ * (and for .def). They say what is wrong in one line; fio then adds "failed parsing".
+ * coffer_socket is an FIO_OPT_STR, not a STR_STORE: fio refuses an empty STR_STORE value
+ * before any callback, with nothing but "failed parsing".
+ */
+static int cf_opt_socket(void *data, const char *str)
+{
+	struct cf_options *o = data;
+	size_t n = str ? strlen(str) : 0;
+
+	if (n == 0) {
+		log_err("fio: coffer: coffer_socket is empty: give the store's socket path, or "
+			"leave the option out for $COFFER_SOCKET or the store's default path\n");
+		return 1;
+	}
+	if (n >= sizeof(o->socket)) {
+		log_err("fio: coffer: coffer_socket is %zu bytes long: a Unix socket path has at "
+			"most %zu\n",
+			n, sizeof(o->socket) - 1);
+		return 1;
+	}
+	memcpy(o->socket, str, n + 1);
+	return 0;
+}
+
+/* An FIO_OPT_INT would not do: fio splits "-1" at the '-' (a range), reads it as a huge
+ * number and checks no range whose minimum is 0, so a negative value got through. */
+static int cf_opt_spin_us(void *data, const char *str)
+{
+	struct cf_options *o = data;
+	unsigned long long v = 0;
+	char *end = NULL;
+
+	if (str && str[0] >= '0' && str[0] <= '9') {
+		errno = 0;
+		v = strtoull(str, &end, 10);
+	}
+	if (!end || *end != '\0' || errno != 0 || v > 1000000) {
+		log_err("fio: coffer: coffer_spin_us=%s is not a number of microseconds in "
+			"0..1000000\n",
+			str ? str : "");
+		return 1;
+	}
+	o->spin_us = (unsigned int)v;
+	return 0;
+}
+
 static struct fio_option cf_option_table[] = {
     {
 	.name = "coffer_socket",
 	.lname = "coffer-store socket",
-	.type = FIO_OPT_STR_STORE,
-	.off1 = offsetof(struct cf_options, socket),
+	.type = FIO_OPT_STR,
+	.cb = __extension__(void *) cf_opt_socket, /* fio: void *cb */
 	.help = "Unix socket of coffer-store (default: $COFFER_SOCKET, else the store's "
 		"default path)",
 	.category = FIO_OPT_C_ENGINE,
@@ -1481,7 +1526,8 @@ static struct fio_option cf_option_table[] = {
 	.lname = "coffer missing block",
 	.type = FIO_OPT_STR,
 	.off1 = offsetof(struct cf_options, missing),
-	.help = "What a read of a never-written block returns",
+	.help = "What a read of a never-written block returns: error (fail it with ENOENT, "
+		"the default) or zeros",
 	.def = "error",
 	.posval =
 	    {
@@ -1502,14 +1548,12 @@ static struct fio_option cf_option_table[] = {
     {
 	.name = "coffer_spin_us",
 	.lname = "coffer poll spin",
-	.type = FIO_OPT_INT,
-	.off1 = offsetof(struct cf_options, spin_us),
+	.type = FIO_OPT_STR,
+	.cb = __extension__(void *) cf_opt_spin_us,
 	.help = "While I/O is in flight, poll the event queue without sleeping (yielding the "
 		"CPU between polls) for up to this many microseconds per getevents call before "
-		"sleeping (0: sleep at once)",
+		"sleeping (0..1000000; 0: sleep at once)",
 	.def = "50",
-	.minval = 0,
-	.maxval = 1000000,
 	.category = FIO_OPT_C_ENGINE,
 	.group = FIO_OPT_G_INVALID,
     },

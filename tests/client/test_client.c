@@ -36,6 +36,7 @@
 #include <coffer/coffer.h>
 
 #include "runtime/client.h"
+#include "runtime/env.h"
 #include "runtime/proto.h"
 #include "store_fixture.h"
 
@@ -430,6 +431,35 @@ static void test_invalid_args(void **state)
 			assert_int_equal(coffer_env_check(&name), -EINVAL);
 			assert_string_equal(name, bad_init[i][0]);
 			assert_int_equal(unsetenv(bad_init[i][0]), 0);
+		}
+		/* the message says why: more lock stripes than buckets is no typo */
+		{
+			char why[256];
+
+			assert_int_equal(coffer__env_explain(why, sizeof(why)), 0);
+			assert_string_equal(why, "");
+			assert_int_equal(setenv("COFFER_HHASH_LOCKS_LOG2", "20", 1), 0);
+			assert_int_equal(coffer__env_explain(why, sizeof(why)), -EINVAL);
+			assert_string_equal(why,
+					    "environment variable COFFER_HHASH_LOCKS_LOG2=\"20\" "
+					    "is above COFFER_HHASH_BUCKETS_LOG2 (18, the "
+					    "default): more lock stripes than hash buckets");
+			assert_int_equal(setenv("COFFER_HHASH_BUCKETS_LOG2", "10", 1), 0);
+			assert_int_equal(coffer__env_explain(why, sizeof(why)), -EINVAL);
+			assert_non_null(
+			    strstr(why, "is above COFFER_HHASH_BUCKETS_LOG2 (10): more"));
+			assert_int_equal(setenv("COFFER_HHASH_LOCKS_LOG2", "27", 1), 0);
+			assert_int_equal(coffer__env_explain(why, sizeof(why)), -EINVAL);
+			assert_string_equal(why,
+					    "environment variable COFFER_HHASH_LOCKS_LOG2=\"27\" "
+					    "is not a decimal number in its range");
+			assert_int_equal(unsetenv("COFFER_HHASH_BUCKETS_LOG2"), 0);
+			assert_int_equal(unsetenv("COFFER_HHASH_LOCKS_LOG2"), 0);
+			assert_int_equal(setenv("COFFER_BATCH", "0", 1), 0);
+			assert_int_equal(coffer__env_explain(why, sizeof(why)), -EINVAL);
+			assert_string_equal(why, "environment variable COFFER_BATCH=\"0\" is not a "
+						 "decimal number in its range");
+			assert_int_equal(unsetenv("COFFER_BATCH"), 0);
 		}
 		/* locks may equal buckets; both at their largest */
 		assert_int_equal(setenv("COFFER_HHASH_BUCKETS_LOG2", "26", 1), 0);

@@ -6,7 +6,15 @@
 #
 #   exports       the module exports only `ioengine`, and nothing of libcoffer is left
 #                 undefined (a lazily bound missing symbol would kill fio mid-run)
-#   enghelp       fio --enghelp lists the engine's four options
+#   enghelp       fio --enghelp lists the engine's six options, and coffer_missing's values
+#   options       bad option values are refused while fio parses them, each with one line
+#                 that says what is wrong: coffer_spin_us=-1 (before, fio's parser let it
+#                 through and the engine refused it only at init), coffer_socket= (empty:
+#                 before, fio's bare "failed parsing"); 0 and 1000000 are accepted
+#   env           a bad COFFER_* variable fails the job with a line that leads with the
+#                 variable and its value (before: "cannot connect to coffer-store at ...");
+#                 COFFER_HHASH_LOCKS_LOG2 above the bucket count says so, not "not a
+#                 decimal number in its range"
 #   verify-fork   perf/fio/jobs/verify.fio (numjobs 2, crc32c, write then read back) passes
 #                 in fio's default fork mode; every block was read back and checked
 #   verify-thread the same with --thread
@@ -14,8 +22,9 @@
 #                 and no job crashed (no signal, no core)
 #   depth         the randrw job (perf/fio/jobs/randrw.fio, shortened) reaches an I/O depth
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
-#   missing       a read of a never-written block fails with ENOENT by default, returns
-#                 zeros with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#   missing       a read of a never-written block fails with ENOENT by default (its line
+#                 names the fix: coffer_prefill=1 or coffer_missing=zeros), returns zeros
+#                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
 #   store-stopped the same with the store stopped (SIGSTOP) instead: alive but silent, it
@@ -136,10 +145,63 @@ case_exports() {
 case_enghelp() {
 	local out
 	out=$(fio --enghelp="$engine" 2>&1) || fail "fio --enghelp failed: $out"
-	for o in coffer_socket coffer_namespace coffer_prefill coffer_missing; do
+	for o in coffer_socket coffer_namespace coffer_prefill coffer_missing coffer_spin_us \
+		coffer_index; do
 		grep -q "^$o" <<<"$out" || fail "--enghelp does not list $o: $out"
 	done
-	say "--enghelp lists coffer_socket, coffer_namespace, coffer_prefill, coffer_missing"
+	# fio prints an option's valid values only when it is given a bad one
+	grep "^coffer_missing" <<<"$out" | grep -q "error.*zeros" ||
+		fail "--enghelp does not list coffer_missing's values: $(grep '^coffer_missing' <<<"$out")"
+	say "--enghelp lists the six options and coffer_missing's values error and zeros"
+}
+
+# bad_option ARG MESSAGE: fio refuses ARG while parsing (no job starts) and says MESSAGE
+bad_option() {
+	local rc
+	fio_engine --coffer_socket="$sock" "$1" --name=b --rw=write --bs=4k --size=64k \
+		>"$work/b.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/b.log"
+	[ "$rc" -ne 0 ] || fail "$1 was accepted: $(cat "$work/b.log")"
+	grep -q "Starting" "$work/b.log" && fail "$1 was refused only after a job started: $(cat "$work/b.log")"
+	grep "^fio: coffer: " "$work/b.log" | grep -qF "$2" ||
+		fail "$1: no clear message: $(cat "$work/b.log")"
+	return 0
+}
+
+case_options() {
+	local v
+	start_store 64M
+	bad_option --coffer_spin_us=-1 "coffer_spin_us=-1 is not a number of microseconds in 0..1000000"
+	bad_option --coffer_spin_us=1000001 "coffer_spin_us=1000001 is not a number"
+	bad_option --coffer_spin_us=5ms "coffer_spin_us=5ms is not a number"
+	bad_option --coffer_socket= "coffer_socket is empty"
+	bad_option --coffer_socket="$work/$(printf 'x%.0s' $(seq 1 120))" "a Unix socket path has at most 107"
+	for v in 0 1000000; do
+		fio_engine --coffer_socket="$sock" --coffer_spin_us=$v --name=g --rw=write --bs=4k \
+			--size=64k >"$work/g.log" 2>&1 || fail "coffer_spin_us=$v: $(cat "$work/g.log")"
+	done
+	say "$(grep -m1 'fio: coffer:' "$work/b.log"); spin 0 and 1000000 run"
+}
+
+case_env() {
+	local rc
+	start_store 64M
+	COFFER_BATCH=0 fio_engine --coffer_socket="$sock" --name=e --rw=write --bs=4k \
+		--size=64k >"$work/e1.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/e1.log"
+	[ "$rc" -ne 0 ] || fail "COFFER_BATCH=0 was accepted"
+	grep -q '^fio: coffer: environment variable COFFER_BATCH="0" is not a decimal number in its range' \
+		"$work/e1.log" || fail "COFFER_BATCH=0: the line does not lead with the variable: $(cat "$work/e1.log")"
+	COFFER_HHASH_LOCKS_LOG2=20 fio_engine --coffer_socket="$sock" --name=e --rw=write --bs=4k \
+		--size=64k >"$work/e2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/e2.log"
+	[ "$rc" -ne 0 ] || fail "COFFER_HHASH_LOCKS_LOG2=20 was accepted"
+	grep -q '^fio: coffer: environment variable COFFER_HHASH_LOCKS_LOG2="20" is above COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets' \
+		"$work/e2.log" || fail "COFFER_HHASH_LOCKS_LOG2=20: no clear reason: $(cat "$work/e2.log")"
+	say "$(grep -m1 'fio: coffer:' "$work/e2.log")"
 }
 
 # verify.fio: 2 jobs x 64 MiB of 4 KiB blocks written once, then read back and checked.
@@ -237,6 +299,8 @@ case_missing() {
 	[ "$rc" -ne 0 ] || fail "a read of a never-written block succeeded"
 	[ "$(jq '.jobs[0].error' "$work/m1.json")" -eq 2 ] ||
 		fail "expected ENOENT (2), got $(jq '.jobs[0].error' "$work/m1.json")"
+	grep -q "coffer: read of .* failed: .*never written.*set coffer_prefill=1 .*coffer_missing=zeros" \
+		"$work/m1.log" || fail "the ENOENT line does not name the fix: $(cat "$work/m1.log")"
 	# coffer_missing=zeros: such reads return zeros. verify_only skips the writes of a write
 	# job and reads every block back against the pattern, here all zeros.
 	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --coffer_missing=zeros \
@@ -583,13 +647,15 @@ overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
 store-stopped) case_store_dies STOP ;;
 enghelp) case_enghelp ;;
+options) case_options ;;
+env) case_env ;;
 verify-fork) case_verify_fork ;;
 verify-thread) case_verify_thread ;;
 store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|deep-verify|enghelp|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|deep-verify|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac

@@ -943,6 +943,11 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "--socket-mode=0666", NULL},
 	    {"-m", "1M", "--socket-mode=0777", NULL},
 	    {"-m", "1M", "--socket-mode=0601", NULL},
+	    /* group r without w (or w without r): connect(2) needs w, so the group is
+	     * promised access it cannot use */
+	    {"-m", "1M", "--socket-mode=0640", NULL},
+	    {"-m", "1M", "--socket-mode=0620", NULL},
+	    {"-m", "1M", "--socket-mode=0740", NULL},
 	    {"-m", "1M", "--bogus", NULL},
 	    {"-m", "1M", "-s", NULL},
 	    {"-m", "1M", "extra", NULL},
