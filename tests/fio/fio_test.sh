@@ -132,6 +132,30 @@ fio_engine() {
 	fio --ioengine="external:$engine" "$@"
 }
 
+# fails_saying LOG PATTERN FIO_ARGS...: fio with the engine must fail without crashing, and
+# a line of LOG (its output) must match PATTERN (grep basic regex): it says why.
+fails_saying() {
+	local log=$1 pat=$2 rc
+	shift 2
+	fio_engine "$@" >"$log" 2>&1
+	rc=$?
+	no_crash "$rc" "$log"
+	[ "$rc" -ne 0 ] || fail "fio succeeded: $*"
+	grep -q "$pat" "$log" || fail "no line says why ($pat): $(cat "$log")"
+}
+
+# hold_block FILE MS: another client (fio_block) creates block 0 of FILE in namespace "busy"
+# and holds it unsealed for MS milliseconds, then seals it; its pid is left in $holder.
+hold_block() {
+	"$block" "$sock" busy "$1" 0 hold 4096 "$2" >"$work/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 1 200); do
+		grep -q held "$work/hold.out" && break
+		sleep 0.05
+	done
+	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+}
+
 case_exports() {
 	command -v nm >/dev/null || skip "nm is not installed"
 	local defined undefined
@@ -185,22 +209,13 @@ case_options() {
 }
 
 case_env() {
-	local rc
 	start_store 64M
-	COFFER_BATCH=0 fio_engine --coffer_socket="$sock" --name=e --rw=write --bs=4k \
-		--size=64k >"$work/e1.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/e1.log"
-	[ "$rc" -ne 0 ] || fail "COFFER_BATCH=0 was accepted"
-	grep -q '^fio: coffer: environment variable COFFER_BATCH="0" is not a decimal number in its range' \
-		"$work/e1.log" || fail "COFFER_BATCH=0: the line does not lead with the variable: $(cat "$work/e1.log")"
-	COFFER_HHASH_LOCKS_LOG2=20 fio_engine --coffer_socket="$sock" --name=e --rw=write --bs=4k \
-		--size=64k >"$work/e2.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/e2.log"
-	[ "$rc" -ne 0 ] || fail "COFFER_HHASH_LOCKS_LOG2=20 was accepted"
-	grep -q '^fio: coffer: environment variable COFFER_HHASH_LOCKS_LOG2="20" is above COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets' \
-		"$work/e2.log" || fail "COFFER_HHASH_LOCKS_LOG2=20: no clear reason: $(cat "$work/e2.log")"
+	COFFER_BATCH=0 fails_saying "$work/e1.log" \
+		'^fio: coffer: environment variable COFFER_BATCH="0" is not a decimal number in its range' \
+		--coffer_socket="$sock" --name=e --rw=write --bs=4k --size=64k
+	COFFER_HHASH_LOCKS_LOG2=20 fails_saying "$work/e2.log" \
+		'^fio: coffer: environment variable COFFER_HHASH_LOCKS_LOG2="20" is above COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets' \
+		--coffer_socket="$sock" --name=e --rw=write --bs=4k --size=64k
 	say "$(grep -m1 'fio: coffer:' "$work/e2.log")"
 }
 
@@ -291,16 +306,12 @@ case_missing() {
 	local rc
 	start_store 128M
 	# default: never-written blocks are an error (ENOENT)
-	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --name=m --rw=randread \
-		--bs=4k --size=1m --iodepth=8 --output-format=json --output="$work/m1.json" \
-		>"$work/m1.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/m1.log"
-	[ "$rc" -ne 0 ] || fail "a read of a never-written block succeeded"
+	fails_saying "$work/m1.log" \
+		"coffer: read of .* failed: .*never written.*set coffer_prefill=1 .*coffer_missing=zeros" \
+		--coffer_socket="$sock" --coffer_namespace=missing --name=m --rw=randread \
+		--bs=4k --size=1m --iodepth=8 --output-format=json --output="$work/m1.json"
 	[ "$(jq '.jobs[0].error' "$work/m1.json")" -eq 2 ] ||
 		fail "expected ENOENT (2), got $(jq '.jobs[0].error' "$work/m1.json")"
-	grep -q "coffer: read of .* failed: .*never written.*set coffer_prefill=1 .*coffer_missing=zeros" \
-		"$work/m1.log" || fail "the ENOENT line does not name the fix: $(cat "$work/m1.log")"
 	# coffer_missing=zeros: such reads return zeros. verify_only skips the writes of a write
 	# job and reads every block back against the pattern, here all zeros.
 	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --coffer_missing=zeros \
@@ -440,13 +451,7 @@ case_prefill_busy() {
 		fail "fio_block does not find the block fio wrote (mapping differs from the engine's)"
 	"$block" "$sock" busy mapped 0 exists && fail "fio_block finds a block fio never wrote"
 	# block 0 of 'shared' is being written by another client for 2 s
-	"$block" "$sock" busy shared 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
-	holder=$!
-	for _ in $(seq 1 200); do
-		grep -q held "$work/hold.out" && break
-		sleep 0.05
-	done
-	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	hold_block shared 2000
 	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 --name=r \
 		--filename=shared --rw=read --bs=4k --size=64k --iodepth=4 --output-format=json \
 		--output="$work/r.json" >"$work/r.log" 2>&1
@@ -494,13 +499,7 @@ case_write_busy() {
 	local rc holder t0 t1
 	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
 	start_store 64M
-	"$block" "$sock" busy held 0 hold 4096 12000 >"$work/hold.out" 2>&1 &
-	holder=$!
-	for _ in $(seq 1 200); do
-		grep -q held "$work/hold.out" && break
-		sleep 0.05
-	done
-	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	hold_block held 12000
 	t0=$(date +%s)
 	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" \
 		--coffer_namespace=busy --name=w --filename=held --rw=write --bs=4k --size=64k \
@@ -522,53 +521,34 @@ case_write_busy() {
 }
 
 case_pre_read() {
-	local rc
 	start_store 64M
-	fio_engine --coffer_socket="$sock" --coffer_namespace=preread --coffer_prefill=1 \
-		--name=p --rw=randread --bs=4k --size=64k --pre_read=1 >"$work/p.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/p.log"
-	[ "$rc" -ne 0 ] || fail "pre_read=1 ran although the engine cannot pre-read"
-	grep -q "coffer: pre_read=1 is not supported" "$work/p.log" ||
-		fail "no clear message: $(cat "$work/p.log")"
+	fails_saying "$work/p.log" "coffer: pre_read=1 is not supported" \
+		--coffer_socket="$sock" --coffer_namespace=preread --coffer_prefill=1 \
+		--name=p --rw=randread --bs=4k --size=64k --pre_read=1
 	say "pre_read=1: $(grep -m1 'pre_read=1' "$work/p.log")"
 }
 
 case_io_error() {
-	local rc n
+	local n
 	start_store 64M
-	fio_engine --coffer_socket="$sock" --coffer_namespace=ioerr --name=big --rw=write \
-		--bs=128m --size=256m --iodepth=2 --output-format=json --output="$work/b.json" \
-		>"$work/b.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/b.log"
-	[ "$rc" -ne 0 ] || fail "a write larger than the arena succeeded"
+	fails_saying "$work/b.log" \
+		"coffer: write of big.0.0 at offset 0 failed: object larger than the store's capacity" \
+		--coffer_socket="$sock" --coffer_namespace=ioerr --name=big --rw=write \
+		--bs=128m --size=256m --iodepth=2 --output-format=json --output="$work/b.json"
 	[ "$(jq '.jobs[0].error' "$work/b.json")" -eq 7 ] ||
 		fail "expected E2BIG (7), got $(jq '.jobs[0].error' "$work/b.json")"
-	grep -q "coffer: write of big.0.0 at offset 0 failed: object larger than the store's capacity" \
-		"$work/b.log" || fail "no message in coffer's words: $(cat "$work/b.log")"
 	n=$(grep -c "coffer: .* failed:" "$work/b.log")
 	[ "$n" -eq 1 ] || fail "expected one such line per job, got $n: $(cat "$work/b.log")"
 	say "$(grep -m1 'coffer: write of' "$work/b.log")"
 }
 
 case_no_size() {
-	local rc
 	start_store 64M
-	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
-		--bs=4k >"$work/n1.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/n1.log"
-	[ "$rc" -ne 0 ] || fail "a job without a size ran"
-	grep -q "coffer: .*has no size of its own" "$work/n1.log" ||
-		fail "no size=: no clear message: $(cat "$work/n1.log")"
-	fio_engine --coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write \
-		--bs=4k --size=50% >"$work/n2.log" 2>&1
-	rc=$?
-	no_crash "$rc" "$work/n2.log"
-	[ "$rc" -ne 0 ] || fail "a job with size=50% ran"
-	grep -q "coffer: .*has no size of its own" "$work/n2.log" ||
-		fail "size=50%: no clear message: $(cat "$work/n2.log")"
+	fails_saying "$work/n1.log" "coffer: .*has no size of its own" \
+		--coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write --bs=4k
+	fails_saying "$work/n2.log" "coffer: .*has no size of its own" \
+		--coffer_socket="$sock" --coffer_namespace=nosize --name=n --rw=write --bs=4k \
+		--size=50%
 	say "$(grep -m1 'has no size of its own' "$work/n1.log")"
 }
 
@@ -576,13 +556,7 @@ case_trim_busy() {
 	local rc holder
 	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
 	start_store 64M
-	"$block" "$sock" busy trimmed 0 hold 4096 2000 >"$work/hold.out" 2>&1 &
-	holder=$!
-	for _ in $(seq 1 200); do
-		grep -q held "$work/hold.out" && break
-		sleep 0.05
-	done
-	grep -q held "$work/hold.out" || fail "fio_block did not hold the block: $(cat "$work/hold.out")"
+	hold_block trimmed 2000
 	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=t --filename=trimmed \
 		--rw=trim --bs=4k --size=64k --output-format=json --output="$work/t.json" \
 		>"$work/t.log" 2>&1
