@@ -1000,14 +1000,16 @@ static int st_buf_map(struct st_buf *b, uint64_t size, bool huge)
 			goto out;
 		}
 		err = errno;
-		/* transparent hugepages: a 2 MiB-aligned range inside a larger mapping */
-		b->maplen = (size_t)size + ST_HUGE;
+		/* transparent hugepages: a 2 MiB-aligned range of whole 2 MiB pages inside a
+		 * larger mapping (madvise on part of a page would split the range off and leave
+		 * it on 4 KiB pages) */
+		b->maplen = ((size + ST_HUGE - 1) & ~(ST_HUGE - 1)) + ST_HUGE;
 		b->map = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			      -1, 0);
 		if (b->map == MAP_FAILED)
 			return -ENOMEM;
 		b->p = (uint8_t *)(((uintptr_t)b->map + ST_HUGE - 1) & ~(uintptr_t)(ST_HUGE - 1));
-		if (madvise(b->p, size, MADV_HUGEPAGE) == 0) {
+		if (madvise(b->p, b->maplen - ST_HUGE, MADV_HUGEPAGE) == 0) {
 			uint64_t thp;
 
 			memset(b->p, 1, size); /* faults the hugepages in */
