@@ -13,8 +13,13 @@
  *  - get-release: keys pre-populated (untimed); B slots each cycle get (size and content
  *    checked) -> release -> next key. One op = one get + one release.
  *  - put: one thread, create + memcpy + seal (+ release) of 1 MiB .. 1 GiB objects (capped
- *    by the store's capacity), in GB/s of payload, each size followed at once by the same
- *    memcpy into a prefaulted private buffer (impl "memcpy"): the ratio is taken in one run.
+ *    by the store's capacity), in GB/s of payload, beside the same memcpy into a prefaulted
+ *    private buffer backed as the arena is (impl "memcpy": on hugepages when the arena is,
+ *    from the hugetlb pool, else transparent hugepages, else 4 KiB pages with a note), one
+ *    copy after each timed batch-1 put: the ratio is taken in one run, at the same moments. When
+ *    that buffer is not on 4 KiB pages, a second baseline (impl "memcpy-4k") copies into
+ *    one that is, as the baseline did before issue 6's fix (a put into a hugepage arena
+ *    could beat it; see st_buf_map()).
  * B is the batch size (requests in flight per thread); B = 1 is one round trip per call.
  * With --idle-channels N the small-object results run twice in the same run: as above
  * (impl "coffer"), then again while N more channels sit idle on other connections of this
@@ -924,6 +929,198 @@ static int st_put_mode(int (*fn)(coffer_handle_t, coffer_handle_t, uint64_t, uns
 }
 
 /*
+ * The memcpy baseline's destination. The arena is prefaulted hugetlb memory when the store
+ * has hugepages, so the put's copy writes through one TLB entry per 2 MiB; a private buffer
+ * on 4 KiB pages takes a TLB miss (a two-dimensional page walk in a VM) every 4 KiB, which
+ * cost that baseline up to half its bandwidth at 64 MiB and up, where the put's copy did not
+ * pay it: the put came out at 129-229% of "raw memcpy" (issue 6). The baseline has to bound
+ * the put, so it is backed as the arena is: from the hugetlb pool (MAP_HUGETLB), else, when
+ * the pool has no page to spare, by transparent hugepages (madvise(MADV_HUGEPAGE); the
+ * mapping is 2 MiB-aligned and /proc/self/smaps says how much of it got them), else on
+ * ordinary pages with a note. A buffer asked for on 4 KiB pages (an arena on ordinary
+ * pages, or the second baseline) gets MADV_NOHUGEPAGE, so that transparent_hugepage=always
+ * does not hand it hugepages the arena lacks.
+ */
+enum st_pages { ST_PAGES_4K, ST_PAGES_HUGETLB, ST_PAGES_THP };
+
+static const char *const st_pages_name[] = {"4 KiB pages", "hugetlb pages",
+					    "transparent hugepages"};
+
+struct st_buf {
+	uint8_t *p; /* @size usable bytes */
+	void *map;  /* what to munmap, @maplen bytes */
+	size_t maplen;
+	enum st_pages pages; /* what backs p */
+	char note[160];	     /* why it is not on hugepages when asked to be; "" otherwise */
+};
+
+#define ST_HUGE (2ull << 20)
+
+/* Bytes of the mapping that holds @p that are on transparent hugepages (AnonHugePages in
+ * /proc/self/smaps), or 0 when that cannot be read. */
+static uint64_t st_thp_bytes(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	bool in = false;
+	uint64_t kb = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, ':') > strchr(line, ' ')) {
+			if (in)
+				break; /* past our mapping */
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		} else if (in && sscanf(line, "AnonHugePages: %" SCNu64, &kb) == 1) {
+			break;
+		}
+	}
+	fclose(f);
+	return kb << 10;
+}
+
+/* Maps @size bytes for a baseline (on hugepages when @huge, see above), prefaulted and
+ * written. Return: 0, or -ENOMEM. */
+static int st_buf_map(struct st_buf *b, uint64_t size, bool huge)
+{
+	int err = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (huge) {
+		b->maplen = (size + ST_HUGE - 1) & ~(ST_HUGE - 1);
+		b->map = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+		if (b->map != MAP_FAILED) {
+			b->p = b->map;
+			b->pages = ST_PAGES_HUGETLB;
+			goto out;
+		}
+		err = errno;
+		/* transparent hugepages: a 2 MiB-aligned range of whole 2 MiB pages inside a
+		 * larger mapping (madvise on part of a page would split the range off and leave
+		 * it on 4 KiB pages) */
+		b->maplen = ((size + ST_HUGE - 1) & ~(ST_HUGE - 1)) + ST_HUGE;
+		b->map = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+		if (b->map == MAP_FAILED)
+			return -ENOMEM;
+		b->p = (uint8_t *)(((uintptr_t)b->map + ST_HUGE - 1) & ~(uintptr_t)(ST_HUGE - 1));
+		if (madvise(b->p, b->maplen - ST_HUGE, MADV_HUGEPAGE) == 0) {
+			uint64_t thp;
+
+			memset(b->p, 1, size); /* faults the hugepages in */
+			thp = st_thp_bytes(b->p);
+			if (thp > 0) {
+				b->pages = ST_PAGES_THP;
+				if (thp < size)
+					snprintf(b->note, sizeof(b->note),
+						 "(MAP_HUGETLB: %s; transparent hugepages for "
+						 "%" PRIu64 " of %" PRIu64 " MiB)",
+						 strerror(err), thp >> 20, size >> 20);
+				else
+					snprintf(b->note, sizeof(b->note), "(MAP_HUGETLB: %s)",
+						 strerror(err));
+				return 0;
+			}
+		}
+		snprintf(b->note, sizeof(b->note),
+			 "(on 4 KiB pages: MAP_HUGETLB: %s; no transparent hugepage: see "
+			 "/sys/kernel/mm/transparent_hugepage/enabled)",
+			 strerror(err));
+		b->pages = ST_PAGES_4K;
+	} else {
+		b->maplen = size;
+		b->map = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+		if (b->map == MAP_FAILED)
+			return -ENOMEM;
+		b->p = b->map;
+		(void)madvise(b->p, size, MADV_NOHUGEPAGE); /* best effort: 4 KiB as asked */
+		b->pages = ST_PAGES_4K;
+	}
+out:
+	memset(b->p, 1, size);
+	return 0;
+}
+
+/*
+ * One baseline (impl @impl): @n memcpys of @size bytes from @src into a buffer from
+ * st_buf_map(), one after each timed batch-1 put (st_base_copy()), so that the put and its
+ * baseline sample the same moments. Run as a block after the puts (as before issue 6's
+ * fix), the baseline met another machine: on this shared 2-vCPU VM a 256 MiB copy took
+ * 15 ms in one stretch and 36 ms a second later (medians of 4-8), and one preempted copy
+ * (longer than a time slice) in the 3-4 of a large size moved its ratio by 2x. One untimed
+ * copy first (the put modes start with an untimed put too).
+ */
+struct st_base {
+	const char *impl;
+	struct st_buf b;
+	double *per_copy; /* @n per-copy times (s) */
+	unsigned int n, done;
+	double secs; /* their sum */
+	bool mapped;
+};
+
+static int st_base_open(struct st_base *x, const char *impl, uint64_t size, unsigned int n,
+			bool huge, double *per_copy)
+{
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	x->impl = impl;
+	x->per_copy = per_copy;
+	x->n = n;
+	rc = st_buf_map(&x->b, size, huge);
+	x->mapped = rc == 0;
+	return rc;
+}
+
+/* The untimed first copy. */
+static void st_base_warm(struct st_base *x, uint64_t size, const uint8_t *src)
+{
+	if (x->mapped)
+		memcpy(x->b.p, src, size);
+}
+
+/* One timed copy (none once @n are done). */
+static void st_base_copy(struct st_base *x, uint64_t size, const uint8_t *src)
+{
+	uint64_t t0;
+
+	if (!x->mapped || x->done == x->n)
+		return;
+	t0 = bench_now_ns();
+	memcpy(x->b.p, src, size);
+	x->per_copy[x->done] = st_secs(t0, bench_now_ns());
+	x->secs += x->per_copy[x->done++];
+}
+
+/* Checks the copy, unmaps and reports. Return: 0, -ENOMEM (no buffer), or -EIO when the
+ * copy's first or last 4 KiB differ from @src's. */
+static int st_base_close(struct st_base *x, uint64_t size, const uint8_t *src)
+{
+	int rc = -ENOMEM;
+
+	if (x->mapped) {
+		rc = x->done == x->n && memcmp(x->b.p, src, 4096) == 0 &&
+			     memcmp(x->b.p + size - 4096, src + size - 4096, 4096) == 0
+			 ? 0
+			 : -EIO;
+		munmap(x->b.map, x->b.maplen);
+		x->mapped = false;
+	}
+	st_report(x->impl, "put", 1, 1, size, rc == 0 ? x->secs : 0, rc == 0 ? x->n : 0, rc == 0,
+		  rc == -ENOMEM	 ? "(cannot map its buffer)"
+		  : x->b.note[0] ? x->b.note
+				 : NULL);
+	return rc;
+}
+
+/*
  * One size: @reps puts of @size bytes through the store at batch 1 (create, memcpy from
  * @src, seal with release, each waited for; every object read back with a get, checked,
  * released and deleted untimed before the next), after one untimed warm-up put (the
@@ -932,24 +1129,39 @@ static int st_put_mode(int (*fn)(coffer_handle_t, coffer_handle_t, uint64_t, uns
  * private buffer. The batch-1 line is followed by where its time went (create, copy, seal).
  */
 static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, const uint8_t *src,
-		       unsigned int run_id, unsigned int nmodes)
+		       unsigned int run_id, unsigned int nmodes, bool hugepages)
 {
 	struct coffer_oid oid;
 	coffer_handle_t oh;
-	double t_store = 0, t_memcpy = 0, t_pipe = 0, t_stream = 0, t_warm = 0;
-	double *per_put = calloc(3 * (size_t)reps, sizeof(double)), *per_copy = per_put + reps;
-	double *per_put_copy = per_put + 2 * (size_t)reps;
+	double t_store = 0, t_pipe = 0, t_stream = 0, t_warm = 0;
+	double *per_put = calloc(4 * (size_t)reps, sizeof(double)), *per_copy = per_put + reps;
+	double *per_put_copy = per_put + 2 * (size_t)reps, *per_copy4k = per_put + 3 * (size_t)reps;
 	double t_create = 0, t_copy = 0;
-	uint8_t *dst;
-	bool ok = true;
+	struct st_base base, base4k;
+	bool ok = true, with4k;
 	char why[160] = "";
-	int rc;
+	int rc, brc;
 
 	st_oid(&oid, run_id, 0xffff, size);
 	if (!per_put)
 		return -ENOMEM;
+	/* The baselines: the same memcpy into a prefaulted private buffer backed as the arena
+	 * is ("memcpy", the bound the put is held to) and, when that is not on ordinary pages
+	 * already, into one on 4 KiB pages ("memcpy-4k": the baseline before issue 6's fix,
+	 * which a put into a hugepage arena could beat, see st_buf_map()), a copy of each after
+	 * every timed batch-1 put, in alternating order (see struct st_base). */
+	(void)st_base_open(&base, "memcpy", size, reps, hugepages, per_copy);
+	with4k = !base.mapped || base.b.pages != ST_PAGES_4K;
+	if (with4k)
+		(void)st_base_open(&base4k, "memcpy-4k", size, reps, false, per_copy4k);
+	st_base_warm(&base, size, src);
+	if (with4k)
+		st_base_warm(&base4k, size, src);
 	rc = coffer_obj_open(conn, &oid, 0, &oh);
 	if (rc < 0) {
+		st_base_close(&base, size, src);
+		if (with4k)
+			st_base_close(&base4k, size, src);
 		free(per_put);
 		return rc;
 	}
@@ -975,6 +1187,14 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 			per_put_copy[r - 1] = st_secs(tc, tm);
 			t_create += st_secs(t0, tc);
 			t_copy += st_secs(tc, tm);
+			if (r % 2 || !with4k) {
+				st_base_copy(&base, size, src);
+				if (with4k)
+					st_base_copy(&base4k, size, src);
+			} else {
+				st_base_copy(&base4k, size, src);
+				st_base_copy(&base, size, src);
+			}
 		}
 		if (rc == 0) {
 			rc = coffer_obj_get(oh, 0, &rd, &got, NULL);
@@ -993,6 +1213,11 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 		}
 	}
 	coffer_obj_close(oh);
+	for (unsigned int r = base.done; r < reps; r++) { /* the puts stopped early: finish */
+		st_base_copy(&base, size, src);
+		if (with4k)
+			st_base_copy(&base4k, size, src);
+	}
 	st_report("coffer", "put", 1, 1, size, t_store, ok ? reps : 0, ok, why[0] ? why : NULL);
 	if (ok)
 		printf("# put size=%" PRIu64 " batch 1 per put: create %.2f us, copy %.2f us, "
@@ -1006,33 +1231,27 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 				       reps, src, run_id, &t_stream) < 0)
 		ok = false;
 
-	/* the baseline, in the same run: memcpy into a prefaulted private buffer */
-	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-		   -1, 0);
-	if (dst == MAP_FAILED) {
-		free(per_put);
-		return -ENOMEM;
-	}
-	memset(dst, 1, size);
-	for (unsigned int r = 0; r < reps; r++) {
-		uint64_t t0 = bench_now_ns();
-
-		memcpy(dst, src, size);
-		per_copy[r] = st_secs(t0, bench_now_ns());
-		t_memcpy += per_copy[r];
-	}
-	rc = memcmp(dst + size - 4096, src + size - 4096, 4096) == 0 ? 0 : -EIO;
-	munmap(dst, size);
-	st_report("memcpy", "put", 1, 1, size, t_memcpy, reps, rc == 0, NULL);
+	rc = brc = st_base_close(&base, size, src);
+	if (with4k && (brc = st_base_close(&base4k, size, src)) < 0 && rc == 0)
+		rc = brc;
 	if (ok && rc == 0 && t_store > 0) {
 		printf("store ratio   put          size=%-11" PRIu64
 		       " coffer/memcpy = %.1f%% (batch 1)",
-		       size, 100.0 * t_memcpy / t_store);
+		       size, 100.0 * base.secs / t_store);
 		if (t_pipe > 0)
-			printf(", %.1f%% (batch 2)", 100.0 * t_memcpy / t_pipe);
+			printf(", %.1f%% (batch 2)", 100.0 * base.secs / t_pipe);
 		if (t_stream > 0)
-			printf(", %.1f%% (stream)", 100.0 * t_memcpy / t_stream);
-		printf("\n");
+			printf(", %.1f%% (stream)", 100.0 * base.secs / t_stream);
+		/* the medians' ratio on the same line: with more busy threads than cores, a
+		 * copy preempted for 100+ ms (seen at 64-256 MiB) moves the totals' ratio by 2x */
+		printf("; medians %.1f%% (batch 1); memcpy on %s\n",
+		       100.0 * st_median(per_copy, reps) / st_median(per_put, reps),
+		       st_pages_name[base.b.pages]);
+		if (with4k)
+			printf("# put size=%" PRIu64 " coffer/memcpy-4k = %.1f%% (batch 1), "
+			       "memcpy/memcpy-4k = %.1f%%\n",
+			       size, 100.0 * base4k.secs / t_store,
+			       100.0 * base4k.secs / base.secs);
 		/* Medians: the steady state, without the preemptions a shared machine adds to
 		 * a few puts or copies (beside the ratio of totals above, not instead of it). */
 		{
@@ -1041,8 +1260,11 @@ static int st_put_size(coffer_handle_t conn, uint64_t size, unsigned int reps, c
 
 			printf("# put size=%" PRIu64
 			       " batch 1 medians: put %.2f us (its copy %.2f us),"
-			       " memcpy %.2f us: %.1f%%\n",
+			       " memcpy %.2f us: %.1f%%",
 			       size, mp * 1e6, mpc * 1e6, mc * 1e6, 100.0 * mc / mp);
+			if (with4k)
+				printf("; memcpy-4k %.2f us", st_median(per_copy4k, reps) * 1e6);
+			printf("\n");
 		}
 	}
 	free(per_put);
@@ -1086,8 +1308,10 @@ static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int ru
 	for (uint64_t size = o->put_min; size <= max; size <<= 2) {
 		uint64_t reps = o->put_bytes / size;
 
-		if (reps < 3)
-			reps = 3;
+		/* at least 8: the 256 MiB and larger sizes took 3-4 puts, where one preempted
+		 * copy (15-20 ms each, longer than a time slice here) moved a ratio by 2x */
+		if (reps < 8)
+			reps = 8;
 		if (reps > 1000)
 			reps = 1000;
 		uint64_t free = info.capacity_bytes - info.used_bytes,
@@ -1098,7 +1322,8 @@ static int st_put(const struct st_opts *o, coffer_handle_t conn, unsigned int ru
 		if (st_put_size(conn, size, (unsigned int)reps, src, run_id,
 				room >= 3 * size   ? 3
 				: room >= 2 * size ? 2
-						   : 1) < 0)
+						   : 1,
+				info.hugepages != 0) < 0)
 			failed = 1;
 	}
 	munmap(src, max);
@@ -1140,7 +1365,8 @@ static void st_usage(FILE *f)
 	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity);\n"
 	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it, at batch 1,\n"
 	    "                  batch 2 and streamed (put-stream) where 2 and 3 objects fit\n"
-	    "  --put-bytes B   payload bytes per put size, sets the repetitions (default 2 GiB)\n"
+	    "  --put-bytes B   payload bytes per put size, sets the repetitions (8 to 1000;\n"
+	    "                  default 2 GiB)\n"
 	    "  --idle-channels N  run the small-object results again while N channels (1..%u)\n"
 	    "                  sit idle on other connections (impl coffer-idleN)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
