@@ -1152,6 +1152,7 @@ static void chan_fill_req(struct coffer_req *r, const struct coffer__reqd *d, ui
 	memcpy(r->oid, d->oid->id, COFFER_OID_SIZE);
 	r->size = d->size;
 	r->timeout_us = d->timeout_us;
+	r->offset = d->offset;
 }
 
 /*
@@ -1233,7 +1234,7 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 
 		s->op = d->op;
 		s->out = (uint8_t)d->out;
-		s->create_size = d->op == COFFER_OP_CREATE ? d->size : 0;
+		s->create_size = d->out == COFFER__OUT_CREATE ? d->size : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
 		s->buf = d->buf;

@@ -100,7 +100,7 @@ struct coffer__chan;
 /* Output of one request, written by the reply before the event completes. */
 enum coffer__out {
 	COFFER__OUT_NONE = 0,
-	COFFER__OUT_CREATE,    /* void **ptr */
+	COFFER__OUT_CREATE,    /* void **ptr (CREATE and RESERVE) */
 	COFFER__OUT_GET,       /* const void **ptr, uint64_t *size (optional) */
 	COFFER__OUT_BULK,      /* struct coffer_obj_buf *buf, shared struct coffer__bulk */
 	COFFER__OUT_CONTAINS,  /* bool *present */
@@ -124,6 +124,7 @@ struct coffer__reqd {
 	const struct coffer_oid *oid;
 	uint64_t size;
 	int64_t timeout_us;
+	uint64_t offset; /* PUT, UNRESERVE: the reservation's arena offset */
 	enum coffer__out out;
 	void *ptr;		    /* see enum coffer__out */
 	uint64_t *size_out;	    /* COFFER__OUT_GET */

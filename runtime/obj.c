@@ -1169,3 +1169,58 @@ COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oi
 		return -EINVAL;
 	return oid_simple(connh, oid, COFFER_OP_CONTAINS, COFFER__OUT_CONTAINS, present, ev);
 }
+
+/* ---- reservations: write first, name later (protocol v5) ------------------------------ */
+
+/* RESERVE and UNRESERVE carry no ObjectID: the field must be zero on the wire. */
+static const struct coffer_oid no_oid;
+
+/* coffer_obj_reserve(): see coffer/store.h. */
+COFFER_API int coffer_obj_reserve(coffer_handle_t connh, uint64_t size, void **data,
+				  struct coffer_event *ev)
+{
+	if (!data || size == 0)
+		return -EINVAL;
+	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
+		return -EINVAL;
+	return oid_exec(
+	    connh, &no_oid,
+	    (struct coffer__reqd){
+		.op = COFFER_OP_RESERVE, .size = size, .out = COFFER__OUT_CREATE, .ptr = data},
+	    ev);
+}
+
+/* coffer_obj_put(): see coffer/store.h. */
+COFFER_API int coffer_obj_put(coffer_handle_t connh, const struct coffer_oid *oid, const void *data,
+			      uint64_t size, unsigned int flags, struct coffer_event *ev)
+{
+	uint64_t off = 0;
+	int rc;
+
+	if (!oid || !data || size == 0 || (flags & ~COFFER_CREATE_REPLACE))
+		return -EINVAL;
+	rc = obj_data_offsets(connh, &data, 1, &off);
+	if (rc < 0)
+		return rc;
+	return oid_exec(
+	    connh, oid,
+	    (struct coffer__reqd){
+		.op = COFFER_OP_PUT, .flags = (uint16_t)flags, .size = size, .offset = off},
+	    ev);
+}
+
+/* coffer_obj_unreserve(): see coffer/store.h. */
+COFFER_API int coffer_obj_unreserve(coffer_handle_t connh, const void *data,
+				    struct coffer_event *ev)
+{
+	uint64_t off = 0;
+	int rc;
+
+	if (!data)
+		return -EINVAL;
+	rc = obj_data_offsets(connh, &data, 1, &off);
+	if (rc < 0)
+		return rc;
+	return oid_exec(connh, &no_oid,
+			(struct coffer__reqd){.op = COFFER_OP_UNRESERVE, .offset = off}, ev);
+}

@@ -100,10 +100,11 @@ int coffer__msg_check(const void *buf, size_t len, struct coffer_msg_hdr *hdr)
 
 int coffer__req_check(const struct coffer_req *req)
 {
+	static const uint8_t zero_oid[COFFER_OID_SIZE];
 	unsigned int allowed = 0;
-	int size_ok = 0, timeout_ok = 0;
+	int size_ok = 0, timeout_ok = 0, offset_ok = 0, oid_ok = 1;
 
-	if (req->rsvd0 != 0 || req->rsvd1 != 0 || req->rsvd2 != 0)
+	if (req->rsvd0 != 0 || req->rsvd1 != 0)
 		return -EINVAL;
 	switch (req->op) {
 	case COFFER_OP_CREATE:
@@ -124,6 +125,19 @@ int coffer__req_check(const struct coffer_req *req)
 	case COFFER_OP_DELETE:
 	case COFFER_OP_CONTAINS:
 		break;
+	case COFFER_OP_RESERVE:
+		size_ok = 1;
+		oid_ok = 0; /* a reservation has no ObjectID yet: the field must be zero */
+		break;
+	case COFFER_OP_PUT:
+		allowed = COFFER_CREATE_REPLACE;
+		size_ok = 1;
+		offset_ok = 1;
+		break;
+	case COFFER_OP_UNRESERVE:
+		offset_ok = 1;
+		oid_ok = 0;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -132,6 +146,10 @@ int coffer__req_check(const struct coffer_req *req)
 	if (!size_ok && req->size != 0)
 		return -EINVAL;
 	if (!timeout_ok && req->timeout_us != 0)
+		return -EINVAL;
+	if (!offset_ok && req->offset != 0)
+		return -EINVAL;
+	if (!oid_ok && memcmp(req->oid, zero_oid, sizeof(zero_oid)) != 0)
 		return -EINVAL;
 	return 0;
 }
@@ -145,6 +163,7 @@ int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segmen
 		return 0;
 	switch (op) {
 	case COFFER_OP_CREATE:
+	case COFFER_OP_RESERVE:
 		if (rep->segment != segment || rep->offset > arena_bytes)
 			return -EPROTO;
 		return 0;

@@ -61,7 +61,7 @@
 #include <coffer/store.h>
 
 #define COFFER_PROTO_MAGIC   0x52464643u /* "CFFR" read as little-endian bytes */
-#define COFFER_PROTO_VERSION 4u
+#define COFFER_PROTO_VERSION 5u
 
 enum coffer_msg_type {
 	COFFER_MSG_HELLO = 1,
@@ -98,7 +98,10 @@ enum coffer_op {
 	COFFER_OP_RELEASE = 5,	/* oid: drops one reference of this client */
 	COFFER_OP_DELETE = 6,	/* oid */
 	COFFER_OP_CONTAINS = 7, /* oid -> size = 1 when sealed and present, else 0 */
-	COFFER_OP_MAX = 7,
+	COFFER_OP_RESERVE = 8,	/* v5: size -> offset of a block only this client may put */
+	COFFER_OP_PUT = 9, /* v5: oid, size, flags COFFER_CREATE_*, offset: seal a reservation */
+	COFFER_OP_UNRESERVE = 10, /* v5: offset: give a reservation back */
+	COFFER_OP_MAX = 10,
 };
 
 /* One request; 64 bytes, identical on the socket and in a channel ring. */
@@ -111,7 +114,7 @@ struct coffer_req {
 	uint32_t rsvd1;	    /* must be 0 */
 	uint64_t size;	    /* CREATE: object size in bytes (0 allowed) */
 	int64_t timeout_us; /* GET: 0 = do not wait, < 0 = forever, > 0 = microseconds */
-	uint64_t rsvd2;	    /* must be 0 */
+	uint64_t offset;    /* v5, PUT and UNRESERVE: the reservation's arena offset; else 0 */
 };
 
 /* One reply; 32 bytes. */

@@ -89,9 +89,10 @@ int coffer__msg_check(const void *buf, size_t len, struct coffer_msg_hdr *hdr);
  * coffer__req_check() - validate one request's fields (not its semantics).
  * @req: a request ALREADY COPIED out of shared memory or the receive buffer.
  *
- * Checks: known op; reserved fields zero; flags known for the op (CREATE: REPLACE; SEAL:
- * RELEASE; RELEASE: COFFER_RELEASE_BY_OFFSET; others: none); size only for CREATE (and
- * RELEASE with BY_OFFSET), timeout_us only for GET.
+ * Checks: known op; reserved fields zero; flags known for the op (CREATE and PUT: REPLACE;
+ * SEAL: RELEASE; RELEASE: COFFER_RELEASE_BY_OFFSET; others: none); size only for CREATE,
+ * RESERVE, PUT (and RELEASE with BY_OFFSET), timeout_us only for GET, offset only for PUT and
+ * UNRESERVE, and an all-zero ObjectID for RESERVE and UNRESERVE.
  *
  * Return: 0, or -EINVAL.
  * Context: any thread.
@@ -106,8 +107,8 @@ int coffer__req_check(const struct coffer_req *req);
  * @arena_bytes: the arena size from HELLO_REPLY.
  *
  * Checks: status is 0 or a negative errno >= -4095; for successful CREATE/GET the segment
- * matches and [offset, offset + size) lies inside the arena (CREATE's size is the client's
- * own, so only offset <= arena_bytes is checked); CONTAINS's size is 0 or 1.
+ * matches and [offset, offset + size) lies inside the arena (CREATE's and RESERVE's size is
+ * the client's own, so only offset <= arena_bytes is checked); CONTAINS's size is 0 or 1.
  *
  * Return: 0, or -EPROTO.
  * Context: any thread.

@@ -80,6 +80,18 @@ struct waiter {
 	struct coffer__dl elink, olink;
 };
 
+/* An arena block reserved by one client (RESERVE): it writes the bytes, then PUT makes the
+ * block a sealed object (one request instead of CREATE and SEAL), or UNRESERVE gives it back.
+ * Keyed by the block's offset (unique among allocated blocks). */
+struct resv {
+	struct resv *hnext;
+	uint64_t hash;
+	struct coffer__ablk *blk;
+	uint64_t size; /* bytes asked for: a PUT may seal at most this many */
+	struct coffer__owner *owner;
+	struct coffer__dl olink; /* owner->reserved */
+};
+
 /* A free list of one record type (struct entry, obj or holder): the hot paths (a get and
  * its release, a create and the seal that frees the object it replaces) reuse the record
  * freed last, still in cache, instead of a calloc/free pair each. At most POOL_MAX records
@@ -115,6 +127,8 @@ struct coffer__ot {
 	size_t nheap, heapcap, nwaiters;
 	uint64_t ncreated, nsealed, evictions, evicted_bytes;
 	uint64_t max_objects; /* bounds the store's private memory: max(capacity / 64, 65536) */
+	struct resv **rbuckets;
+	size_t rmask, nresv;
 	struct pool entries, objs, holders;
 	struct coffer_index_slot *index; /* NULL: no index */
 	uint32_t index_mask;
@@ -700,7 +714,7 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 		return -E2BIG;
 	/* 0-byte objects take no arena space; the object count bounds the store's own
 	 * memory instead (evicting like a full arena would). */
-	while (ot->ncreated + ot->nsealed >= ot->max_objects)
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
 		if (!evict_one(ot))
 			return -ENOMEM;
 	o = pool_get(&ot->objs, sizeof(*o));
@@ -779,41 +793,54 @@ static struct obj *own_unsealed(struct entry *e, struct coffer__owner *ow, int *
 	return NULL;
 }
 
+/*
+ * Make @o (unsealed, of @e: its cur, or its shadow replacing a sealed cur, or not yet
+ * linked when @e->cur is NULL or sealed) the sealed current version of @e: it takes over
+ * the index slot of the version it replaces in one slot write (a reader sees the old
+ * object or the new one, never neither), which is detached; waiting gets are answered.
+ */
+static void seal_as_cur(struct coffer__ot *ot, struct entry *e, struct obj *o)
+{
+	uint32_t slot = 0;
+
+	if (e->cur != NULL && e->cur != o) {
+		slot = e->cur->islot;
+		e->cur->islot = 0;
+		detach_cur(ot, e, false);
+		if (e->shadow == o)
+			e->shadow = NULL;
+	}
+	e->cur = o;
+	o->where = AT_CUR;
+	o->state = ST_SEALED;
+	o->creator = NULL;
+	ot->nsealed++;
+	index_publish(ot, o, slot);
+	lru_update(ot, o);
+	wake_waiters(ot, e);
+}
+
 static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
 		   uint64_t h)
 {
 	struct entry *e = entry_find(ot, req->oid, h);
-	uint32_t slot = 0;
 	struct obj *o;
 	int err = 0;
 
 	o = own_unsealed(e, ow, &err);
 	if (o == NULL)
 		return err;
-	if (o->where == AT_SHADOW) {
-		/* The replacement takes over the index slot of the version it replaces in one
-		 * slot write: a reader sees the old object or the new one, never neither. */
-		slot = e->cur->islot;
-		e->cur->islot = 0;
-		detach_cur(ot, e, false);
-		e->shadow = NULL;
-		e->cur = o;
-		o->where = AT_CUR;
-	}
-	o->state = ST_SEALED;
-	o->creator = NULL;
 	coffer__dl_del(&o->clink);
 	ot->ncreated--;
-	ot->nsealed++;
 	if (req->flags & COFFER_SEAL_RELEASE) {
-		struct holder *h = holder_find(ot, ow, o);
+		struct holder *hd = holder_find(ot, ow, o);
 
-		if (h != NULL)
-			holder_put(ot, h, 1);
+		/* the object is still unsealed, so dropping the last reference frees
+		 * nothing: it is neither AT_OLD nor evictable */
+		if (hd != NULL)
+			holder_put(ot, hd, 1);
 	}
-	index_publish(ot, o, slot);
-	lru_update(ot, o);
-	wake_waiters(ot, e);
+	seal_as_cur(ot, e, o);
 	return 0;
 }
 
@@ -833,6 +860,139 @@ static int op_abort(struct coffer__ot *ot, struct coffer__owner *ow, const struc
 		e->cur = NULL;
 	obj_free(ot, o);
 	entry_maybe_free(ot, e);
+	return 0;
+}
+
+/* ---- reservations (protocol v5): a block written before it has an ObjectID ---- */
+
+static uint64_t resv_hash(const struct coffer__ot *ot, uint64_t off)
+{
+	return coffer_hash_mix64(off ^ ot->seed[1]);
+}
+
+/* The reservation of the block at arena offset @off, or NULL. */
+static struct resv *resv_find(const struct coffer__ot *ot, uint64_t off)
+{
+	uint64_t h = resv_hash(ot, off);
+	struct resv *r;
+
+	for (r = ot->rbuckets[h & ot->rmask]; r != NULL; r = r->hnext)
+		if (r->hash == h && r->blk->off == off)
+			return r;
+	return NULL;
+}
+
+/* Forget reservation @r; its block is freed unless @keep_blk (a PUT made it an object's). */
+static void resv_drop(struct coffer__ot *ot, struct resv *r, bool keep_blk)
+{
+	struct resv **pp;
+
+	for (pp = &ot->rbuckets[r->hash & ot->rmask]; *pp != r; pp = &(*pp)->hnext)
+		;
+	*pp = r->hnext;
+	coffer__dl_del(&r->olink);
+	r->owner->nreserved--;
+	ot->nresv--;
+	if (!keep_blk)
+		coffer__arena_free(&ot->arena, r->blk);
+	free(r);
+}
+
+static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
+		      struct coffer_rep *rep)
+{
+	struct coffer__ablk *blk;
+	struct resv *r;
+	int rc;
+
+	if (req->size == 0)
+		return -EINVAL; /* a 0-byte object takes no block: CREATE it */
+	if (req->size > ot->arena.capacity)
+		return -E2BIG;
+	if (ow->nreserved >= COFFER_RESERVE_MAX)
+		return -EAGAIN;
+	/* a reservation becomes an object: it counts against the bound on records */
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
+		if (!evict_one(ot))
+			return -ENOMEM;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	rc = alloc_evicting(ot, req->size, &blk);
+	if (rc != 0) {
+		free(r);
+		return rc;
+	}
+	r->blk = blk;
+	r->size = req->size;
+	r->owner = ow;
+	r->hash = resv_hash(ot, blk->off);
+	r->hnext = ot->rbuckets[r->hash & ot->rmask];
+	ot->rbuckets[r->hash & ot->rmask] = r;
+	coffer__dl_add_tail(&ow->reserved, &r->olink);
+	ow->nreserved++;
+	ot->nresv++;
+	(void)grow((void ***)&ot->rbuckets, &ot->rmask, ot->nresv, offsetof(struct resv, hnext),
+		   offsetof(struct resv, hash));
+	rep->segment = ot->segment;
+	rep->offset = blk->off;
+	return 0;
+}
+
+/*
+ * PUT: the caller's reservation at req->offset becomes the sealed object req->oid of
+ * req->size bytes, in one step: what CREATE (with req->flags), SEAL and RELEASE do, without
+ * the creator ever holding a reference. On failure the reservation stays the caller's.
+ */
+static int op_put(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
+		  uint64_t h)
+{
+	struct resv *r = resv_find(ot, req->offset);
+	struct entry *e = entry_find(ot, req->oid, h);
+	struct obj *o;
+
+	if (r == NULL || r->owner != ow)
+		return -ENOENT;
+	if (req->size == 0 || req->size > r->size)
+		return -EINVAL;
+	/* the rules of CREATE: a sealed version is replaced only with REPLACE, and never
+	 * while another replacement (or the first version) is still being written */
+	if (e != NULL && e->cur != NULL) {
+		if (!(req->flags & COFFER_CREATE_REPLACE) || e->cur->state != ST_SEALED ||
+		    e->shadow != NULL)
+			return -EEXIST;
+	} else if (e != NULL && e->shadow != NULL) {
+		return -EEXIST;
+	}
+	o = pool_get(&ot->objs, sizeof(*o));
+	if (o == NULL)
+		return -ENOMEM;
+	e = entry_get(ot, req->oid, h);
+	if (e == NULL) {
+		pool_put(&ot->objs, o);
+		return -ENOMEM;
+	}
+	coffer__dl_init(&o->lru);
+	coffer__dl_init(&o->olink);
+	coffer__dl_init(&o->clink);
+	coffer__dl_init(&o->holders);
+	o->e = e;
+	o->size = req->size;
+	o->blk = r->blk;
+	o->off = r->blk->off;
+	resv_drop(ot, r, true);
+	seal_as_cur(ot, e, o);
+	return 0;
+}
+
+static int op_unreserve(struct coffer__ot *ot, struct coffer__owner *ow,
+			const struct coffer_req *req)
+{
+	struct resv *r = resv_find(ot, req->offset);
+
+	if (r == NULL || r->owner != ow)
+		return -ENOENT;
+	resv_drop(ot, r, false);
 	return 0;
 }
 
@@ -1019,6 +1179,15 @@ int coffer__ot_exec_hashed(struct coffer__ot *ot, struct coffer__owner *ow,
 	case COFFER_OP_DELETE:
 		rc = op_delete(ot, req, h);
 		break;
+	case COFFER_OP_RESERVE:
+		rc = op_reserve(ot, ow, req, rep);
+		break;
+	case COFFER_OP_PUT:
+		rc = op_put(ot, ow, req, h);
+		break;
+	case COFFER_OP_UNRESERVE:
+		rc = op_unreserve(ot, ow, req);
+		break;
 	case COFFER_OP_CONTAINS:
 		e = entry_find(ot, req->oid, h);
 		rep->size = e != NULL && e->cur != NULL && e->cur->state == ST_SEALED;
@@ -1043,6 +1212,7 @@ void coffer__ot_owner_init(struct coffer__owner *o)
 	coffer__dl_init(&o->holds);
 	coffer__dl_init(&o->created);
 	coffer__dl_init(&o->waiters);
+	coffer__dl_init(&o->reserved);
 }
 
 void coffer__ot_drop_route(struct coffer__ot *ot, struct coffer__owner *o, uint32_t route)
@@ -1081,6 +1251,9 @@ void coffer__ot_owner_gone(struct coffer__ot *ot, struct coffer__owner *o)
 
 		holder_put(ot, h, h->count);
 	}
+	/* written, never put: nothing was sealed, so nothing is lost */
+	while (!coffer__dl_empty(&o->reserved))
+		resv_drop(ot, COFFER_DL_ENTRY(o->reserved.next, struct resv, olink), false);
 }
 
 int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segment,
@@ -1096,10 +1269,11 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		free(ot);
 		return rc;
 	}
-	ot->emask = ot->hmask = 1023;
+	ot->emask = ot->hmask = ot->rmask = 1023;
 	ot->ebuckets = calloc(ot->emask + 1, sizeof(*ot->ebuckets));
 	ot->hbuckets = calloc(ot->hmask + 1, sizeof(*ot->hbuckets));
-	if (ot->ebuckets == NULL || ot->hbuckets == NULL) {
+	ot->rbuckets = calloc(ot->rmask + 1, sizeof(*ot->rbuckets));
+	if (ot->ebuckets == NULL || ot->hbuckets == NULL || ot->rbuckets == NULL) {
 		coffer__ot_destroy(ot);
 		return -ENOMEM;
 	}
@@ -1144,6 +1318,7 @@ void coffer__ot_destroy(struct coffer__ot *ot)
 	pool_drain(&ot->holders);
 	free(ot->ebuckets);
 	free(ot->hbuckets);
+	free(ot->rbuckets);
 	free(ot->heap);
 	coffer__arena_fini(&ot->arena);
 	free(ot);
@@ -1162,6 +1337,7 @@ void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
 	st->holders = ot->nholders;
 	st->index_live = ot->index_live;
 	st->index_unplaced = ot->index_unplaced;
+	st->reserved = ot->nresv;
 }
 
 /* The index matches the table: every LIVE slot is its ID's sealed current object, within
@@ -1196,6 +1372,23 @@ static int index_check(const struct coffer__ot *ot)
 	return live == ot->index_live ? 0 : -EFAULT;
 }
 
+/* Every reservation is an allocated block of at least its size, found by its offset, and
+ * the count agrees. */
+static int resv_check(const struct coffer__ot *ot)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i <= ot->rmask; i++)
+		for (const struct resv *r = ot->rbuckets[i]; r != NULL; r = r->hnext) {
+			if (r->blk->free || r->blk->size < r->size || r->size == 0 ||
+			    (r->hash & ot->rmask) != i || resv_find(ot, r->blk->off) != r ||
+			    r->owner->nreserved == 0)
+				return -EFAULT;
+			n++;
+		}
+	return n == ot->nresv ? 0 : -EFAULT;
+}
+
 int coffer__ot_check(const struct coffer__ot *ot)
 {
 	uint64_t evictable = 0;
@@ -1211,6 +1404,8 @@ int coffer__ot_check(const struct coffer__ot *ot)
 		evictable += o->blk != NULL ? o->blk->size : 0;
 	}
 	if (evictable != ot->evictable_bytes || ot->arena.used > ot->arena.capacity)
+		return -EFAULT;
+	if (resv_check(ot) != 0)
 		return -EFAULT;
 	return index_check(ot);
 }

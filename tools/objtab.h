@@ -22,10 +22,12 @@
 
 /* A client, as the table sees it. Embedded in the store's session. */
 struct coffer__owner {
-	struct coffer__dl holds;   /* struct holder: references this client holds */
-	struct coffer__dl created; /* struct obj: its unsealed objects (incl. replacements) */
-	struct coffer__dl waiters; /* struct waiter: its waiting gets */
-	uint32_t sock_waiters;	   /* waiters with route 0 */
+	struct coffer__dl holds;    /* struct holder: references this client holds */
+	struct coffer__dl created;  /* struct obj: its unsealed objects (incl. replacements) */
+	struct coffer__dl waiters;  /* struct waiter: its waiting gets */
+	struct coffer__dl reserved; /* struct resv: its reserved arena blocks */
+	uint32_t sock_waiters;	    /* waiters with route 0 */
+	uint32_t nreserved;	    /* entries of reserved */
 };
 
 struct coffer__ot;
@@ -39,6 +41,7 @@ struct coffer__ot_stats {
 	uint64_t waiters, entries, holders;
 	uint64_t index_live;	 /* objects readable through the shared index */
 	uint64_t index_unplaced; /* seals whose object found no index slot (since start) */
+	uint64_t reserved;	 /* arena blocks reserved by clients (RESERVE, not yet put) */
 };
 
 /**
@@ -60,7 +63,7 @@ void coffer__ot_owner_init(struct coffer__owner *o);
 
 /**
  * coffer__ot_owner_gone() - a client disconnected: drop its waiting gets, abort its
- * unsealed objects (only its own), release every reference it holds.
+ * unsealed objects (only its own), free its reservations, release every reference it holds.
  */
 void coffer__ot_owner_gone(struct coffer__ot *ot, struct coffer__owner *o);
 

@@ -637,6 +637,80 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
 				 struct coffer_event *ev);
 
 /**
+ * coffer_obj_reserve() - reserve a writable arena block of @size bytes that has no ObjectID
+ * yet, for coffer_obj_put() to seal later in one request (protocol v5).
+ * @connh: a connection.
+ * @size: bytes, 1 .. the store's capacity.
+ * @data: out: writable pointer into the arena (set when the result is 0).
+ * @ev: NULL (blocking) or an event.
+ *
+ * A create without the ID: reserve blocks ahead of time (no reference, no object, nothing a
+ * get can see), write one, and put it under its ID when the data is there: a write then
+ * costs one request on its critical path instead of a create and a seal. A reservation lives
+ * until it is put or given back (coffer_obj_unreserve()), or until the connection ends,
+ * which frees it: a client killed while writing one loses nothing that was sealed and leaks
+ * nothing. Reserved blocks are not evictable; a reserve evicts like a create.
+ * Return (or ev_error): 0; -EINVAL (size 0, NULL @data, not a connection handle); -E2BIG
+ * (larger than the store); -ENOMEM (nothing evictable frees enough); -EAGAIN (this
+ * connection already holds COFFER_RESERVE_MAX reservations; or, @ev only, channel full);
+ * -ENOTCONN (connection unknown, disconnected or dead); -EPROTO (the store answered with an
+ * offset outside the arena).
+ * Context: any thread; a reservation belongs to the connection, not to the thread.
+ * Lifetime: *@data is valid until the block is put and the object later leaves the store
+ * (replaced, deleted or evicted: only write before the put), or until it is given back.
+ * Source: Plasma's PlasmaClient::Create, split so that the arena block is taken before the
+ * ObjectID is known (a preallocated write buffer, filled in place: still zero copy).
+ */
+COFFER_API int coffer_obj_reserve(coffer_handle_t connh, uint64_t size, void **data,
+				  struct coffer_event *ev);
+
+/* Most reservations one connection may hold at once (coffer_obj_reserve()). */
+#define COFFER_RESERVE_MAX 4096u
+
+/**
+ * coffer_obj_put() - seal a reserved block as object @oid: what coffer_obj_create_oid(),
+ * coffer_obj_seal_oid(COFFER_SEAL_RELEASE) do, in one request, with the bytes already
+ * written into the reservation.
+ * @connh: the connection that reserved @data.
+ * @oid: the ObjectID (copied).
+ * @data: the pointer coffer_obj_reserve() returned (the start of the block).
+ * @size: the object's size in bytes, 1 .. the size reserved; the object is the first @size
+ *        bytes of the block.
+ * @flags: 0 or COFFER_CREATE_REPLACE (replace a sealed object of that ID atomically: gets
+ *         and coffer_obj_read_oid() see the old version or the new one, never neither).
+ * @ev: NULL (blocking) or an event.
+ *
+ * On success the reservation is used up: the object is sealed, this client holds no
+ * reference on it, and the block must not be written again. On failure the reservation
+ * stays this client's: put it again (e.g. after -EEXIST) or give it back.
+ * Return (or ev_error): 0; -EINVAL (NULL arguments, unknown flags, @size 0 or larger than
+ * reserved, @data outside this connection's arena, not a connection handle); -ENOENT (@data
+ * is not the start of a reservation of this connection); -EEXIST (the ID exists and no
+ * REPLACE, or a version of it is still being written); -ENOMEM; -ENOTCONN; -EAGAIN (@ev
+ * only).
+ * Context: any thread.
+ * Source: Plasma's PlasmaClient::Put (create + copy + seal) without the copy into a buffer
+ * the store chose per call.
+ */
+COFFER_API int coffer_obj_put(coffer_handle_t connh, const struct coffer_oid *oid, const void *data,
+			      uint64_t size, unsigned int flags, struct coffer_event *ev);
+
+/**
+ * coffer_obj_unreserve() - give a reservation back unused (its memory is freed).
+ * @connh: the connection that reserved @data.
+ * @data: the pointer coffer_obj_reserve() returned.
+ * @ev: NULL (blocking) or an event.
+ *
+ * Return (or ev_error): 0; -EINVAL (NULL @data, outside this connection's arena, not a
+ * connection handle); -ENOENT (not a reservation of this connection: never reserved, already
+ * put or given back); -ENOTCONN; -EAGAIN (@ev only).
+ * Context: any thread.
+ * Lifetime: @data is invalid once this succeeded.
+ */
+COFFER_API int coffer_obj_unreserve(coffer_handle_t connh, const void *data,
+				    struct coffer_event *ev);
+
+/**
  * coffer_obj_contains() - whether a sealed object of that ID is present.
  * @connh: a connection.
  * @oid: the ObjectID.

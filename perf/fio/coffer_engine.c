@@ -113,6 +113,8 @@
 /* A write retries its create this long at most while another client keeps the block created
  * and unsealed (-EEXIST), then fails with ETIMEDOUT (us). */
 #define CF_WRITE_BUSY_US (5 * 1000 * 1000)
+/* Most blocks a job keeps reserved for its writes (pool and reserves in flight). */
+#define CF_RESV_MAX 1024
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
 #define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
 
@@ -130,6 +132,7 @@ struct cf_options {
 	unsigned int missing;
 	unsigned int spin_us;
 	unsigned int index;
+	unsigned int put;
 };
 
 /* What an event on the job's EQ belongs to. */
@@ -137,6 +140,7 @@ enum cf_kind {
 	CF_KIND_IO,	 /* an io_u's event: its stages follow each other on it */
 	CF_KIND_RELEASE, /* a pooled event carrying a batch of reads' releases */
 	CF_KIND_PREFILL, /* a prefill slot (on the prefill EQ only) */
+	CF_KIND_RESERVE, /* a pooled event reserving one arena block for a later write */
 };
 
 enum cf_stage {
@@ -145,6 +149,7 @@ enum cf_stage {
 	CF_W_SEAL,   /* write: data copied, seal(RELEASE) launched or waiting for room */
 	CF_R_GET,    /* read: get launched */
 	CF_T_DELETE, /* trim: delete launched */
+	CF_W_PUT,    /* write: data copied into a reserved block, put(REPLACE) launched */
 };
 
 /* Common head of everything that carries an event on an EQ. */
@@ -157,11 +162,17 @@ struct cf_op {
 	struct cf_op *chain;   /* every release event ever allocated (freed at cleanup) */
 };
 
+/* A reserve in flight (CF_KIND_RESERVE): where the store's block goes. */
+struct cf_rop {
+	struct cf_op op;
+	void *data;
+};
+
 /* Per io_u state (io_u->engine_data). */
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	void *wdata;	    /* create: writable pointer into the arena */
+	void *wdata;	    /* create or put: writable pointer into the arena */
 	const void *rdata;  /* get: read-only pointer into the arena */
 	uint64_t rsize;	    /* get: the object's size in bytes */
 	int64_t busy_since; /* write: when its create first answered -EEXIST (us), 0: never */
@@ -197,6 +208,12 @@ struct cf_data {
 	unsigned int nr_rel_pend;     /* entries in rel_pend[] */
 	struct cf_op *rel_free;	      /* idle release events */
 	struct cf_op *rel_all;	      /* every release event, through ->chain */
+	void **resv;		      /* reserved blocks, ready for a write's put */
+	unsigned int nr_resv;	      /* entries in resv[] */
+	unsigned int resv_max;	      /* size of resv[]; 0: writes create and seal */
+	unsigned int resv_inflight;   /* reserves launched and not answered */
+	uint64_t resv_bytes;	      /* size of each reserved block (the job's write bs) */
+	struct cf_op *rop_free;	      /* idle reserve events */
 	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
@@ -320,6 +337,73 @@ static void cf_retry_push(struct cf_data *cd, struct cf_op *op)
 	cd->retry = op;
 }
 
+/* ---- reserved blocks (writes) ------------------------------------------------------------ */
+
+/*
+ * A write copies its data into a block reserved ahead of time and puts it under the block's
+ * ObjectID (coffer_obj_put): one request and one completion on the write's critical path
+ * instead of a create, a copy after its answer, a seal and a second answer. The pool is
+ * refilled at commit with reserves in flight, off that path; a block whose put fails comes
+ * back to the pool (the reservation is still this connection's). Blocks held: at most
+ * resv_max in the pool or in flight as reserves, plus one per write in flight, so resv[]
+ * (resv_max + depth entries) always has room for a block that comes back. The connection's
+ * end frees every reservation never put.
+ */
+static void cf_resv_back(struct cf_data *cd, void *data)
+{
+	if (cd->nr_resv < cd->resv_max + cd->depth)
+		cd->resv[cd->nr_resv++] = data;
+}
+
+static struct cf_op *cf_rop_get(struct cf_data *cd)
+{
+	struct cf_op *op = cd->rop_free;
+	struct cf_rop *r;
+
+	if (op) {
+		cd->rop_free = op->next;
+		op->next = NULL;
+		return op;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	if (coffer_event_init(&r->op.ev, cd->eq, NULL) < 0) {
+		free(r);
+		return NULL;
+	}
+	r->op.kind = CF_KIND_RESERVE;
+	r->op.chain = cd->rel_all; /* freed with the release events at cleanup */
+	cd->rel_all = &r->op;
+	return &r->op;
+}
+
+/* Launch reserves while the pool (with those in flight) is below half of resv_max. */
+static void cf_resv_refill(struct cf_data *cd)
+{
+	if (cd->nr_resv + cd->resv_inflight >= cd->resv_max / 2 + 1)
+		return;
+	while (cd->nr_resv + cd->resv_inflight < cd->resv_max) {
+		struct cf_op *op = cf_rop_get(cd);
+		int rc;
+
+		if (!op)
+			return;
+		rc = coffer_obj_reserve(cd->conn, cd->resv_bytes, &((struct cf_rop *)op)->data,
+					&op->ev);
+		if (rc < 0) {
+			op->next = cd->rop_free;
+			cd->rop_free = op;
+			if (rc != -EAGAIN)
+				cd->resv_max =
+				    0; /* writes create and seal (and say why they fail) */
+			return;
+		}
+		cd->running++;
+		cd->resv_inflight++;
+	}
+}
+
 /* ---- stages ----------------------------------------------------------------------------- */
 
 /*
@@ -377,6 +461,10 @@ static int cf_launch(struct cf_data *cd, struct cf_op *op)
 		case CF_W_SEAL:
 			rc = coffer_obj_seal_oid(cd->conn, &op->oid, COFFER_SEAL_RELEASE, &op->ev);
 			break;
+		case CF_W_PUT:
+			rc = coffer_obj_put(cd->conn, &op->oid, req->wdata, req->io_u->xfer_buflen,
+					    COFFER_CREATE_REPLACE, &op->ev);
+			break;
 		case CF_R_GET:
 			/* by ObjectID: a read needs no object handle (no handle-hash insert and
 			 * delete per I/O) and, one ID per request, no bulk completion state
@@ -415,6 +503,8 @@ static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
 	}
 	if (op->stage == CF_W_SEAL)
 		coffer_obj_abort_oid(cd->conn, &op->oid, NULL);
+	if (op->stage == CF_W_PUT)
+		cf_resv_back(cd, ((struct cf_req *)op)->wdata);
 	cf_io_done(cd, (struct cf_req *)op, rc);
 }
 
@@ -457,7 +547,7 @@ static bool cf_block_busy(const struct cf_data *cd, const struct cf_op *op)
 
 		if (r &&
 		    (r->op.stage == CF_W_CREATE || r->op.stage == CF_W_SEAL ||
-		     r->op.stage == CF_T_DELETE) &&
+		     r->op.stage == CF_W_PUT || r->op.stage == CF_T_DELETE) &&
 		    memcmp(&r->op.oid, &op->oid, sizeof(op->oid)) == 0)
 			return true;
 	}
@@ -622,6 +712,33 @@ static void cf_prefetch_read(const struct cf_data *cd, struct coffer_event *ev)
 }
 
 /* One event came back from the EQ: advance its op. @missing: enum cf_missing. */
+/*
+ * A write found its block being written by another writer (this job's, another job's or
+ * another client's, between create and seal: -EEXIST). Retry it, for a bounded time, or a
+ * client that keeps the block unsealed would hold this job forever. Return: true when
+ * parked for a retry; false when the io_u completed with ETIMEDOUT.
+ */
+static bool cf_write_busy(struct cf_data *cd, struct cf_req *req)
+{
+	int64_t now = cf_now_us();
+
+	if (!req->busy_since)
+		req->busy_since = now;
+	if (now - req->busy_since <= CF_WRITE_BUSY_US) {
+		cf_retry_push(cd, &req->op);
+		return true;
+	}
+	if (!cd->busy_logged) {
+		cd->busy_logged = true;
+		log_err("fio: coffer: write of %s at offset %llu: the block is being created by "
+			"another client, which did not seal it within %d s\n",
+			req->io_u->file ? req->io_u->file->file_name : "?",
+			(unsigned long long)req->io_u->offset, CF_WRITE_BUSY_US / 1000000);
+	}
+	cf_io_done(cd, req, -ETIMEDOUT);
+	return false;
+}
+
 static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct coffer_event *ev)
 {
 	struct cf_op *op = cf_ev_op(ev);
@@ -631,6 +748,16 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 	cd->running--;
 	if (op->kind == CF_KIND_RELEASE) {
 		cf_rel_put(cd, op);
+		return;
+	}
+	if (op->kind == CF_KIND_RESERVE) {
+		cd->resv_inflight--;
+		if (err == 0 && !cd->closing)
+			cf_resv_back(cd, ((struct cf_rop *)op)->data);
+		else if (err < 0 && err != -EAGAIN)
+			cd->resv_max = 0; /* writes create and seal (and say why they fail) */
+		op->next = cd->rop_free;
+		cd->rop_free = op;
 		return;
 	}
 	if (cd->closing || !req->io_u) {
@@ -644,28 +771,7 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 	switch (op->stage) {
 	case CF_W_CREATE:
 		if (err == -EEXIST) {
-			/* another write of this block (this job's, another job's or another
-			 * client's) is between create and seal: try again, for a bounded time,
-			 * or a client that keeps the block unsealed would hold this job forever */
-			int64_t now = cf_now_us();
-
-			if (!req->busy_since)
-				req->busy_since = now;
-			if (now - req->busy_since <= CF_WRITE_BUSY_US) {
-				cf_retry_push(cd, op);
-				return;
-			}
-			if (!cd->busy_logged) {
-				cd->busy_logged = true;
-				log_err(
-				    "fio: coffer: write of %s at offset %llu: the block is being "
-				    "created by another client, which did not seal it within "
-				    "%d s\n",
-				    req->io_u->file ? req->io_u->file->file_name : "?",
-				    (unsigned long long)req->io_u->offset,
-				    CF_WRITE_BUSY_US / 1000000);
-			}
-			cf_io_done(cd, req, -ETIMEDOUT);
+			cf_write_busy(cd, req);
 			return;
 		}
 		if (err < 0) {
@@ -677,6 +783,17 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		cf_launch_or_park(cd, op);
 		return;
 	case CF_W_SEAL:
+		cf_io_done(cd, req, err);
+		return;
+	case CF_W_PUT:
+		if (err == -EEXIST) {
+			/* the data stays in the reserved block while the put is retried */
+			if (!cf_write_busy(cd, req))
+				cf_resv_back(cd, req->wdata);
+			return;
+		}
+		if (err < 0 && err != -ENOENT && err != -ENOTCONN)
+			cf_resv_back(cd, req->wdata); /* still reserved: not used up */
 		cf_io_done(cd, req, err);
 		return;
 	case CF_R_GET:
@@ -790,6 +907,17 @@ static int cf_init(struct thread_data *td)
 	cd->rreq = calloc(cd->depth, sizeof(*cd->rreq));
 	cd->index = o->index != 0;
 	cd->may_conflict = td_write(td) || td_trim(td);
+	/* writes of one block size put reserved blocks (coffer_put) */
+	if (o->put && td_write(td) && td->o.min_bs[DDIR_WRITE] == td->o.max_bs[DDIR_WRITE] &&
+	    td->o.max_bs[DDIR_WRITE] > 0) {
+		cd->resv_max = 2 * cd->depth < CF_RESV_MAX ? 2 * cd->depth : CF_RESV_MAX;
+		cd->resv_bytes = td->o.max_bs[DDIR_WRITE];
+		cd->resv = calloc(cd->resv_max + cd->depth, sizeof(*cd->resv));
+		if (!cd->resv) {
+			td_verror(td, ENOMEM, "coffer init");
+			return 1;
+		}
+	}
 	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
 	cd->rel_data = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_data));
 	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->ready || !cd->rel_pend ||
@@ -880,6 +1008,7 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->rreq);
 	free(cd->rel_pend);
 	free(cd->rel_data);
+	free(cd->resv);
 	free(cd);
 	td->io_ops_data = NULL;
 }
@@ -957,6 +1086,13 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	}
 
 	cf_block_oid(cff, io_u->offset, &req->op.oid);
+	if (stage == CF_W_CREATE && cd->nr_resv && io_u->xfer_buflen &&
+	    io_u->xfer_buflen <= cd->resv_bytes) {
+		/* a reserved block: copy now, one put (cf_resv_back() says more) */
+		req->wdata = cd->resv[--cd->nr_resv];
+		cf_copy_in(req->wdata, io_u->xfer_buf, io_u->xfer_buflen);
+		stage = CF_W_PUT;
+	}
 	req->op.stage = stage;
 	req->busy_since = 0;
 	if (stage == CF_R_GET) {
@@ -994,6 +1130,7 @@ static int cf_commit(struct thread_data *td)
 	int rc;
 
 	cf_pend_flush(cd);
+	cf_resv_refill(cd);
 	rc = coffer_flush(cd->conn);
 	if (cd->nr_queued) {
 		if (fio_fill_issue_time(td)) {
@@ -1564,6 +1701,17 @@ static struct fio_option cf_option_table[] = {
 	.off1 = offsetof(struct cf_options, index),
 	.help = "Read blocks straight from the store's shared object index when it has them "
 		"(no request to the store); 0: every read is a get",
+	.def = "1",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "coffer_put",
+	.lname = "coffer put of reserved blocks",
+	.type = FIO_OPT_BOOL,
+	.off1 = offsetof(struct cf_options, put),
+	.help = "Write into arena blocks reserved ahead and seal each with one put (one request "
+		"per write); 0: every write is a create and a seal",
 	.def = "1",
 	.category = FIO_OPT_C_ENGINE,
 	.group = FIO_OPT_G_INVALID,

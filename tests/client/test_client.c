@@ -2734,6 +2734,98 @@ static void put_oid(coffer_handle_t c, const struct coffer_oid *oid, uint64_t si
 }
 
 /* coffer_obj_read_oid(): what it copies, when it answers -EAGAIN, and its errors. */
+/* Reserve, write, put (protocol v5): one request seals a block written before it had an ID;
+ * failures leave the reservation usable; disconnect frees what was never put. */
+static void test_put_reserved(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, cr, eq;
+	struct coffer_oid a, b;
+	struct coffer_store_info info;
+	struct coffer_event ev, *done;
+	uint8_t buf[8192];
+	uint64_t sz = 0, used0;
+	void *r1 = NULL, *r2 = NULL, *r3 = NULL, *wr = NULL;
+	const void *rd = NULL;
+
+	make_oid(&a, 31, 1);
+	make_oid(&b, 31, 2);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.version, 5);
+	used0 = info.used_bytes;
+	/* bad arguments */
+	assert_int_equal(coffer_obj_reserve(c, 0, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 64, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(eq, 64, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, info.capacity_bytes + 1, &r1, NULL), -E2BIG);
+	assert_int_equal(coffer_obj_reserve(c, 4096, &r1, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 4096, &r2, NULL), 0);
+	assert_ptr_not_equal(r1, r2);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_true(info.used_bytes >= used0 + 8192);
+	assert_int_equal(info.objects_created + info.objects_sealed, 0);
+	/* written, not yet put: invisible */
+	fill(r1, 4096, 7);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), NULL), -EAGAIN);
+	assert_int_equal(coffer_obj_get_oid(cr, &a, 0, &rd, &sz, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_put(c, NULL, r1, 4096, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_put(c, &a, r1, 0, 0, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_put(c, &a, r1, 4096, 0x80, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_put(c, &a, buf, 4096, 0, NULL), -EINVAL); /* not the arena */
+	assert_int_equal(coffer_obj_put(c, &a, r1, 4097, 0, NULL), -EINVAL);  /* > reserved */
+	assert_int_equal(coffer_obj_put(c, &a, (char *)r1 + 64, 64, 0, NULL), -ENOENT);
+	/* another connection cannot put (or give back) this connection's reservation */
+	assert_int_equal(coffer_obj_put(cr, &a, r1, 4096, 0, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_unreserve(cr, r1, NULL), -ENOENT);
+	/* the put seals it: visible to gets and the index, no reference held by the writer */
+	assert_int_equal(coffer_obj_put(c, &a, r1, 4000, 0, NULL), 0);
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 4000);
+	assert_true(check(buf, 4000, 7));
+	assert_int_equal(coffer_obj_get_oid(cr, &a, 0, &rd, &sz, NULL), 0);
+	assert_int_equal(sz, 4000);
+	assert_true(check(rd, 4000, 7));
+	assert_int_equal(coffer_obj_release_oid(c, &a, NULL), -ENOENT);
+	/* used up: a second put of the same block fails */
+	assert_int_equal(coffer_obj_put(c, &b, r1, 64, 0, NULL), -ENOENT);
+	/* an existing ID without REPLACE: -EEXIST, and the reservation stays usable */
+	fill(r2, 4096, 8);
+	assert_int_equal(coffer_obj_put(c, &a, r2, 4096, 0, NULL), -EEXIST);
+	/* an ID whose first version is being created by CREATE: -EEXIST as well */
+	assert_int_equal(coffer_obj_create_oid(cr, &b, 64, 0, &wr, NULL), 0);
+	assert_int_equal(coffer_obj_put(c, &b, r2, 4096, COFFER_CREATE_REPLACE, NULL), -EEXIST);
+	assert_int_equal(coffer_obj_abort_oid(cr, &b, NULL), 0);
+	/* REPLACE, asynchronously: the reader keeps its pinned old version intact */
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_put(c, &a, r2, 4096, COFFER_CREATE_REPLACE, &ev), 0);
+	assert_int_equal(coffer_eq_poll(eq, 1, 5 * 1000 * 1000, 1, &done), 1);
+	assert_ptr_equal(done, &ev);
+	assert_int_equal(ev.ev_error, 0);
+	assert_true(check(rd, 4000, 7));
+	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 4096);
+	assert_true(check(buf, 4096, 8));
+	assert_int_equal(coffer_obj_release_data(cr, &a, rd, NULL), 0);
+	/* give back; a reservation given back is gone */
+	assert_int_equal(coffer_obj_reserve(c, 100, &r3, NULL), 0);
+	assert_int_equal(coffer_obj_unreserve(c, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_unreserve(c, r3, NULL), 0);
+	assert_int_equal(coffer_obj_unreserve(c, r3, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_put(c, &b, r3, 100, 0, NULL), -ENOENT);
+	/* disconnect frees reservations never put; sealed objects stay */
+	assert_int_equal(coffer_obj_reserve(c, 1 << 20, &r3, NULL), 0);
+	memset(r3, 0xab, 1 << 20);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_obj_delete(cr, &a, NULL), 0);
+	assert_int_equal(coffer_store_query(cr, &info), 0);
+	assert_int_equal(info.used_bytes, used0);
+	assert_int_equal(info.objects_created + info.objects_sealed, 0);
+	assert_int_equal(coffer_disconnect(cr), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+}
+
 static void test_read_oid(void **state)
 {
 	struct tctx *t = *state;
@@ -3001,6 +3093,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_channels_per_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid_vs_replace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_put_reserved, setup, teardown),
 	};
 
 	if (!getenv("COFFER_STORE_BIN")) {

@@ -64,15 +64,16 @@ static uint64_t g_tag;
 	} while (0)
 
 /* Every reply the store produces must pass the client's validator. The op is recovered from
- * the tag (we encode it in the low 3 bits, see run_req()). */
+ * the tag (we encode it in the low 4 bits, see run_req()). */
 static void check_rep(const struct coffer_rep *rep)
 {
-	uint16_t op = (uint16_t)(rep->tag & 7);
+	uint16_t op = (uint16_t)(rep->tag & 15);
 
 	FUZZ_ASSERT(rep->status <= 0 && rep->status >= -4095);
 	if (op >= COFFER_OP_CREATE && op <= COFFER_OP_MAX)
 		FUZZ_ASSERT(coffer__rep_check(rep, op, SEGMENT, CAPACITY) == 0);
-	if (rep->status == 0 && (op == COFFER_OP_CREATE || op == COFFER_OP_GET))
+	if (rep->status == 0 &&
+	    (op == COFFER_OP_CREATE || op == COFFER_OP_GET || op == COFFER_OP_RESERVE))
 		FUZZ_ASSERT(rep->offset <= CAPACITY);
 	if (rep->status == 0 && op == COFFER_OP_GET)
 		FUZZ_ASSERT(rep->size <= CAPACITY - rep->offset);
@@ -90,8 +91,8 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	FUZZ_ASSERT(ok);	    /* a reply for a client that exists */
 	FUZZ_ASSERT(cl->connected); /* ... and has not gone */
 	FUZZ_ASSERT(route < 3 && cl->routes_open[route]);
-	FUZZ_ASSERT((rep->tag >> 3) != 0 && (rep->tag >> 3) <= cl->max_tag);
-	FUZZ_ASSERT((rep->tag & 7) == COFFER_OP_GET); /* only gets wait */
+	FUZZ_ASSERT((rep->tag >> 4) != 0 && (rep->tag >> 4) <= cl->max_tag);
+	FUZZ_ASSERT((rep->tag & 15) == COFFER_OP_GET); /* only gets wait */
 	check_rep(rep);
 }
 
@@ -132,9 +133,12 @@ static void run_req(struct coffer__ot *ot, struct client *cl, uint32_t route,
 		req.oid[0] = k;
 		req.size %= 2ull * CAPACITY;
 		req.timeout_us = req.timeout_us < 0 ? -1 : req.timeout_us % 2;
+		/* PUT/UNRESERVE offsets: 64-byte steps in the first 16 KiB, where the
+		 * reservations of a small arena are */
+		req.offset = (req.offset & 0xff) << 6;
 	}
 	/* Our own tags (op in the low bits) so replies can be matched and validated. */
-	req.tag = (++g_tag << 3) | (req.op & 7);
+	req.tag = (++g_tag << 4) | (req.op & 15);
 	cl->max_tag = g_tag;
 	if (coffer__req_check(&req) != 0)
 		return; /* the store answers -EINVAL without touching the table */
@@ -379,7 +383,27 @@ static int make_seeds(struct seedbuf *seeds, int max)
 	mkreq(&r[2], COFFER_OP_GET, 0, 0, 0, 0);
 	mkreq(&r[3], COFFER_OP_GET, 0, 0, 0, 0);
 	sock_frame(&seeds[n++], 0, r, 4);
-	/* 7: a QUERY and a HELLO (decoded, not requests) */
+	/* 7: reservations (v5): reserve two blocks, put one, replace it with the other, a put
+	 * by the wrong client, a reader holding the replaced version; the owner disconnects
+	 * with a third reservation it never put */
+	mkreq(&r[0], COFFER_OP_RESERVE, 0, 4096, 0, 0);
+	mkreq(&r[1], COFFER_OP_RESERVE, 0, 100, 0, 0);
+	mkreq(&r[2], COFFER_OP_PUT, 1, 4096, 0, 0);
+	r[2].offset = 0;
+	sock_frame(&seeds[n], 0, r, 3);
+	mkreq(&r[0], COFFER_OP_GET, 1, 0, 0, 0);
+	mkreq(&r[1], COFFER_OP_PUT, 2, 100, 0, 0);
+	r[1].offset = 4096;
+	sock_frame(&seeds[n], 1, r, 2);
+	mkreq(&r[0], COFFER_OP_PUT, 1, 100, COFFER_CREATE_REPLACE, 0);
+	r[0].offset = 4096;
+	mkreq(&r[1], COFFER_OP_RESERVE, 0, 64, 0, 0);
+	mkreq(&r[2], COFFER_OP_UNRESERVE, 0, 0, 0, 0);
+	r[2].offset = 4096;
+	ring_frame(&seeds[n], 0, 1, r, 3);
+	op_frame(&seeds[n], 0, 2);
+	op_frame(&seeds[n++], 1, 2);
+	/* 8: a QUERY and a HELLO (decoded, not requests) */
 	{
 		struct coffer_msg_hdr h;
 		uint16_t len = sizeof(h);

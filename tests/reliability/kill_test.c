@@ -77,13 +77,14 @@ enum scenario {
 	V_LIB_CONNECT,
 	V_LIB_GET_BLOCKED,
 	V_LIB_PUTS,
+	V_LIB_RESERVE_PUTS,
 	V_COUNT
 };
 
 static const char *const scenario_name[V_COUNT] = {
     "create-noseal",	"mid-copy",	   "hold-refs", "get-blocked-sock",
     "get-blocked-ring", "half-batch",	   "full-ring", "connect-raw",
-    "lib-connect",	"lib-get-blocked", "lib-puts",
+    "lib-connect",	"lib-get-blocked", "lib-puts", "lib-reserve-puts",
 };
 
 /* Shared with the workers (MAP_SHARED | MAP_ANONYMOUS, created before fork). Every field is
@@ -474,6 +475,31 @@ static void victim_lib(enum scenario sc, unsigned int round, const char *sock, i
 
 			VCHECK(rc == 0 || rc == -EEXIST, 34);
 		}
+	case V_LIB_RESERVE_PUTS: {
+		/* a pool of reservations, each written and put (some replacing), refilled
+		 * as it goes: the kill lands with blocks reserved, half-written or put */
+		enum { POOL = 8 };
+		void *pool[POOL];
+		uint64_t bytes = 4096 + rel_rand(&s) % (64 * 1024);
+
+		VCHECK(coffer_connect(sock, &c) == 0, 30);
+		for (i = 0; i < POOL; i++)
+			VCHECK(coffer_obj_reserve(c, bytes, &pool[i], NULL) == 0, 35);
+		ready(rfd);
+		for (i = 0;; i++) {
+			void *b = pool[i % POOL];
+			uint64_t n = 1 + rel_rand(&s) % bytes;
+			int rc;
+
+			rel_fill(b, n, rel_rand(&s));
+			rel_oid(&oid, VICTIM_ID(round, i % VICTIM_IDS));
+			rc = coffer_obj_put(c, &oid, b, n, i & 1 ? COFFER_CREATE_REPLACE : 0, NULL);
+			VCHECK(rc == 0 || rc == -EEXIST, 36);
+			if (rc == 0)
+				VCHECK(coffer_obj_reserve(c, bytes, &pool[i % POOL], NULL) == 0,
+				       37);
+		}
+	}
 	default:
 		_exit(20);
 	}

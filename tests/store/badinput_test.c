@@ -317,13 +317,21 @@ static void test_random_ring_entries(void **state)
 			if (rnd() % 2 == 0) { /* mostly-valid: real op, random rest */
 				r[i].op = (uint16_t)(1 + rnd() % COFFER_OP_MAX);
 				r[i].rsvd0 = r[i].rsvd1 = 0;
-				r[i].rsvd2 = 0;
 				r[i].flags &= 1;
 				r[i].timeout_us = 0;
-				if (r[i].op != COFFER_OP_CREATE)
+				if (r[i].op != COFFER_OP_CREATE && r[i].op != COFFER_OP_RESERVE &&
+				    r[i].op != COFFER_OP_PUT)
 					r[i].size = 0;
 				else
 					r[i].size %= 4096;
+				/* PUT/UNRESERVE: a 64-byte aligned offset in the first 1 MiB,
+				 * which may or may not be a reservation of this client */
+				if (r[i].op != COFFER_OP_PUT && r[i].op != COFFER_OP_UNRESERVE)
+					r[i].offset = 0;
+				else
+					r[i].offset &= (1u << 20) - 64;
+				if (r[i].op == COFFER_OP_RESERVE || r[i].op == COFFER_OP_UNRESERVE)
+					memset(r[i].oid, 0, sizeof(r[i].oid));
 			}
 		}
 		assert_int_equal(rc_chan_submit(&ch, r, 64), 0);

@@ -336,6 +336,158 @@ static void test_index_follows_table(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* A RESERVE, PUT or UNRESERVE (protocol v5): @off is the reservation's offset; RESERVE
+ * and UNRESERVE carry the all-zero ObjectID (@id 0). */
+static int exr(struct coffer__ot *ot, struct coffer__owner *ow, uint16_t op, uint8_t id,
+	       uint64_t size, unsigned int flags, uint64_t off, struct coffer_rep *out)
+{
+	struct coffer_req r;
+	struct coffer_rep rep;
+
+	memset(&r, 0, sizeof(r));
+	r.tag = ++tags;
+	r.op = op;
+	r.oid[0] = id;
+	r.size = size;
+	r.flags = (uint16_t)flags;
+	r.offset = off;
+	assert_int_equal(coffer__req_check(&r), 0);
+	assert_int_equal(coffer__ot_exec(ot, ow, &r, 0, &rep), 1);
+	assert_int_equal(rep.tag, r.tag);
+	assert_int_equal(coffer__ot_check(ot), 0);
+	if (out != NULL)
+		*out = rep;
+	return rep.status;
+}
+
+/* Reservations: only their owner can put or give them back; a put seals at once (no
+ * reference, evictable, in the index), replaces atomically, and leaves the reservation
+ * intact when it fails; a client that goes away frees what it never put. */
+static void test_reserve_put(void **state)
+{
+	struct coffer__owner a, b;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+	struct coffer_rep r1, r2, r3, rep;
+	const struct coffer_index_slot *x;
+	struct coffer_req bad;
+
+	(void)state;
+	ot_new(&ot);
+	coffer__ot_owner_init(&a);
+	coffer__ot_owner_init(&b);
+	/* field checks: an ObjectID on RESERVE, an offset on CREATE */
+	memset(&bad, 0, sizeof(bad));
+	bad.op = COFFER_OP_RESERVE;
+	bad.size = 64;
+	bad.oid[3] = 1;
+	assert_int_equal(coffer__req_check(&bad), -EINVAL);
+	bad.op = COFFER_OP_CREATE;
+	bad.offset = 64;
+	assert_int_equal(coffer__req_check(&bad), -EINVAL);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 0, 0, 0, NULL), -EINVAL);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, CAP + 1, 0, 0, NULL), -E2BIG);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 1000, 0, 0, &r1), 0);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 2000, 0, 0, &r2), 0);
+	assert_int_equal(r1.segment, 1);
+	assert_int_not_equal(r1.offset, r2.offset);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.reserved, 2);
+	assert_true(st.used >= 3000);
+	assert_int_equal(st.objects_created + st.objects_sealed, 0);
+	/* wrong owner, wrong offset, size 0 or above the reservation */
+	assert_int_equal(exr(ot, &b, COFFER_OP_PUT, 7, 1000, 0, r1.offset, NULL), -ENOENT);
+	assert_int_equal(exr(ot, &b, COFFER_OP_UNRESERVE, 0, 0, 0, r1.offset, NULL), -ENOENT);
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 7, 1000, 0, r1.offset + 64, NULL), -ENOENT);
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 7, 1001, 0, r1.offset, NULL), -EINVAL);
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 7, 0, 0, r1.offset, NULL), -EINVAL);
+	/* the put: sealed, readable, in the index, no holder, evictable */
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 7, 1000, 0, r1.offset, NULL), 0);
+	x = index_find(7);
+	assert_non_null(x);
+	assert_int_equal(x->offset, r1.offset);
+	assert_int_equal(x->size, 1000);
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 7, 0, 0, 0, &rep), 0);
+	assert_int_equal(rep.offset, r1.offset);
+	assert_int_equal(rep.size, 1000);
+	assert_int_equal(ex(ot, &a, COFFER_OP_RELEASE, 7, 0, 0, 0, NULL), -ENOENT);
+	/* used up */
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 8, 64, 0, r1.offset, NULL), -ENOENT);
+	/* an existing ID without REPLACE, and one being created: the reservation stays */
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 7, 2000, 0, r2.offset, NULL), -EEXIST);
+	assert_int_equal(ex(ot, &b, COFFER_OP_CREATE, 9, 64, 0, 0, NULL), 0);
+	assert_int_equal(
+	    exr(ot, &a, COFFER_OP_PUT, 9, 2000, COFFER_CREATE_REPLACE, r2.offset, NULL), -EEXIST);
+	assert_int_equal(ex(ot, &b, COFFER_OP_SEAL, 9, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	/* REPLACE while b holds the old version: same index slot, old block kept for b */
+	assert_int_equal(
+	    exr(ot, &a, COFFER_OP_PUT, 7, 2000, COFFER_CREATE_REPLACE, r2.offset, NULL), 0);
+	assert_ptr_equal(index_find(7), x);
+	assert_int_equal(x->offset, r2.offset);
+	assert_int_equal(x->size, 2000);
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 7, 0, 0, 0, &rep), 0);
+	assert_int_equal(rep.offset, r2.offset);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 7, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 7, 0, 0, 0, NULL), 0); /* the old one */
+	/* a waiting get is answered by a put */
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 10, 0, 0, -1, NULL), 1);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 64, 0, 0, &r3), 0);
+	ndelivered = 0;
+	assert_int_equal(exr(ot, &a, COFFER_OP_PUT, 10, 64, 0, r3.offset, NULL), 0);
+	assert_int_equal(ndelivered, 1);
+	assert_int_equal(delivered[0].status, 0);
+	assert_int_equal(delivered[0].offset, r3.offset);
+	assert_ptr_equal(delivered_to[0], &b);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 10, 0, 0, 0, NULL), 0);
+	/* give back: gone */
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 64, 0, 0, &r3), 0);
+	assert_int_equal(exr(ot, &a, COFFER_OP_UNRESERVE, 0, 0, 0, r3.offset, NULL), 0);
+	assert_int_equal(exr(ot, &a, COFFER_OP_UNRESERVE, 0, 0, 0, r3.offset, NULL), -ENOENT);
+	/* reserved blocks are not evictable: a full arena of reservations says -ENOMEM,
+	 * after evicting what is evictable */
+	while (exr(ot, &a, COFFER_OP_RESERVE, 0, CAP / 8, 0, 0, NULL) == 0)
+		;
+	coffer__ot_stats(ot, &st);
+	assert_true(st.reserved >= 5);
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, CAP / 8, 0, 0, NULL), -ENOMEM);
+	/* the owner goes: its reservations are freed, the objects it put stay */
+	coffer__ot_owner_gone(ot, &a);
+	assert_int_equal(coffer__ot_check(ot), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.reserved, 0);
+	for (uint8_t id = 7; id <= 10; id++)
+		(void)ex(ot, &b, COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+	coffer__ot_owner_gone(ot, &b);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
+/* At most COFFER_RESERVE_MAX reservations per client: the next is -EAGAIN, another client
+ * is unaffected. */
+static void test_reserve_limit(void **state)
+{
+	struct coffer__owner a, b;
+	struct coffer__ot *ot;
+
+	(void)state;
+	assert_int_equal(coffer__ot_create(&ot, 1u << 20, 1, deliver, NULL), 0);
+	coffer__ot_owner_init(&a);
+	coffer__ot_owner_init(&b);
+	for (unsigned int i = 0; i < COFFER_RESERVE_MAX; i++) {
+		struct coffer_req r = {.op = COFFER_OP_RESERVE, .size = 64};
+		struct coffer_rep rep;
+
+		assert_int_equal(coffer__ot_exec(ot, &a, &r, 0, &rep), 1);
+		assert_int_equal(rep.status, 0);
+	}
+	assert_int_equal(exr(ot, &a, COFFER_OP_RESERVE, 0, 64, 0, 0, NULL), -EAGAIN);
+	assert_int_equal(exr(ot, &b, COFFER_OP_RESERVE, 0, 64, 0, 0, NULL), 0);
+	coffer__ot_owner_gone(ot, &a);
+	coffer__ot_owner_gone(ot, &b);
+	assert_int_equal(coffer__ot_check(ot), 0);
+	coffer__ot_destroy(ot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +496,8 @@ int main(void)
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
 	    cmocka_unit_test(test_index_follows_table),
+	    cmocka_unit_test(test_reserve_put),
+	    cmocka_unit_test(test_reserve_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

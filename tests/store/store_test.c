@@ -239,7 +239,7 @@ static void test_get_batch_duplicates_and_bad_fields(void **state)
 	rc_req_init(&f->b, &r[0], COFFER_OP_GET, 6);
 	rc_req_init(&f->b, &r[1], COFFER_OP_GET, 6);
 	rc_req_init(&f->b, &r[2], COFFER_OP_GET, 6);
-	r[2].rsvd2 = 1; /* invalid field: -EINVAL for this request only */
+	r[2].offset = 1; /* a field GET does not take: -EINVAL for this request only */
 	rc_req_init(&f->b, &r[3], COFFER_OP_CONTAINS, 6);
 	assert_int_equal(rc_batch(&f->b, r, 4, rep, 4, 5000), 4);
 	assert_int_equal(rep[0].tag, r[0].tag);
