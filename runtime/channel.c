@@ -305,6 +305,7 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 	if (rc == 0 && rep) {
 		switch (slot->out) {
 		case COFFER__OUT_CREATE:
+		case COFFER__OUT_BULK_CREATE:
 			/* The size is our own; the store vouches only for the offset. */
 			if (slot->create_size > seg->bytes - rep->offset)
 				rc = -EPROTO;
@@ -323,7 +324,10 @@ static bool chan_finish_slot(struct coffer__chan *ch, struct chan_slot *slot,
 			break;
 		}
 	}
-	if (slot->out == COFFER__OUT_BULK || slot->out == COFFER__OUT_BULK_NONE) {
+	if (slot->out == COFFER__OUT_BULK_CREATE && rc != 0)
+		*(void **)slot->ptr = NULL;
+	if (slot->out == COFFER__OUT_BULK || slot->out == COFFER__OUT_BULK_NONE ||
+	    slot->out == COFFER__OUT_BULK_CREATE) {
 		struct coffer__bulk *bulk = slot->bulk;
 
 		if (slot->out == COFFER__OUT_BULK) {
@@ -1234,7 +1238,8 @@ static bool chan_queue(struct coffer__chan *ch, const struct coffer__reqd *reqs,
 
 		s->op = d->op;
 		s->out = (uint8_t)d->out;
-		s->create_size = d->out == COFFER__OUT_CREATE ? d->size : 0;
+		s->create_size =
+		    d->out == COFFER__OUT_CREATE || d->out == COFFER__OUT_BULK_CREATE ? d->size : 0;
 		s->ptr = d->ptr;
 		s->size_out = d->size_out;
 		s->buf = d->buf;

@@ -100,11 +100,13 @@ struct coffer__chan;
 /* Output of one request, written by the reply before the event completes. */
 enum coffer__out {
 	COFFER__OUT_NONE = 0,
-	COFFER__OUT_CREATE,    /* void **ptr (CREATE and RESERVE) */
-	COFFER__OUT_GET,       /* const void **ptr, uint64_t *size (optional) */
-	COFFER__OUT_BULK,      /* struct coffer_obj_buf *buf, shared struct coffer__bulk */
-	COFFER__OUT_CONTAINS,  /* bool *present */
-	COFFER__OUT_BULK_NONE, /* shared struct coffer__bulk only (release_oid_bulk) */
+	COFFER__OUT_CREATE,	 /* void **ptr (CREATE and RESERVE) */
+	COFFER__OUT_GET,	 /* const void **ptr, uint64_t *size (optional) */
+	COFFER__OUT_BULK,	 /* struct coffer_obj_buf *buf, shared struct coffer__bulk */
+	COFFER__OUT_CONTAINS,	 /* bool *present */
+	COFFER__OUT_BULK_NONE,	 /* shared struct coffer__bulk only (release_oid_bulk) */
+	COFFER__OUT_BULK_CREATE, /* void **ptr (NULL on failure), shared struct coffer__bulk
+				  * (coffer_obj_reserve) */
 };
 
 /* Shared state of a coffer_obj_get_bulk() or coffer_obj_release_oid_bulk() call: the event

@@ -637,31 +637,36 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
 				 struct coffer_event *ev);
 
 /**
- * coffer_obj_reserve() - reserve a writable arena block of @size bytes that has no ObjectID
- * yet, for coffer_obj_put() to seal later in one request (protocol v5).
+ * coffer_obj_reserve() - reserve @n writable arena blocks of @size bytes each that have no
+ * ObjectID yet, for coffer_obj_put() to seal later in one request each (protocol v5).
  * @connh: a connection.
- * @size: bytes, 1 .. the store's capacity.
- * @data: out: writable pointer into the arena (set when the result is 0).
- * @ev: NULL (blocking) or an event.
+ * @size: bytes per block, 1 .. the store's capacity.
+ * @n: blocks, 1..COFFER_GET_BULK_MAX: one request each, all in one batch, one event.
+ * @data: out: @n writable pointers into the arena; data[i] is NULL when block i could not
+ *        be reserved (set by the time the call or its event completes).
+ * @ev: NULL (blocking) or an event; it completes when every block has its answer.
  *
  * A create without the ID: reserve blocks ahead of time (no reference, no object, nothing a
  * get can see), write one, and put it under its ID when the data is there: a write then
- * costs one request on its critical path instead of a create and a seal. A reservation lives
- * until it is put or given back (coffer_obj_unreserve()), or until the connection ends,
- * which frees it: a client killed while writing one loses nothing that was sealed and leaks
- * nothing. Reserved blocks are not evictable; a reserve evicts like a create.
- * Return (or ev_error): 0; -EINVAL (size 0, NULL @data, not a connection handle); -E2BIG
- * (larger than the store); -ENOMEM (nothing evictable frees enough); -EAGAIN (this
- * connection already holds COFFER_RESERVE_MAX reservations; or, @ev only, channel full);
- * -ENOTCONN (connection unknown, disconnected or dead); -EPROTO (the store answered with an
- * offset outside the arena).
+ * costs one request on its critical path instead of a create and a seal, and a pool of
+ * blocks is refilled with one event per batch. A reservation lives until it is put or given
+ * back (coffer_obj_unreserve()), or until the connection ends, which frees it: a client
+ * killed while writing one loses nothing that was sealed and leaks nothing. Reserved blocks
+ * are not evictable; a reserve evicts like a create.
+ * Return (or ev_error): 0 when all @n blocks were reserved; else the first failure: -E2BIG
+ * (larger than the store), -ENOMEM (nothing evictable frees enough), -EAGAIN (this
+ * connection holds COFFER_RESERVE_MAX reservations), -EPROTO (the store answered with an
+ * offset outside the arena) - the blocks whose data[i] is not NULL are reserved all the
+ * same and are the caller's; -ENOTCONN (connection unknown, disconnected or dead: nothing is
+ * reserved); before launch: -EINVAL (size 0, @n out of range, NULL @data, not a connection
+ * handle), -EAGAIN (@ev only: fewer than @n free slots in the channel), -ENOMEM.
  * Context: any thread; a reservation belongs to the connection, not to the thread.
- * Lifetime: *@data is valid until the block is put and the object later leaves the store
+ * Lifetime: data[i] is valid until the block is put and the object later leaves the store
  * (replaced, deleted or evicted: only write before the put), or until it is given back.
  * Source: Plasma's PlasmaClient::Create, split so that the arena block is taken before the
  * ObjectID is known (a preallocated write buffer, filled in place: still zero copy).
  */
-COFFER_API int coffer_obj_reserve(coffer_handle_t connh, uint64_t size, void **data,
+COFFER_API int coffer_obj_reserve(coffer_handle_t connh, uint64_t size, unsigned int n, void **data,
 				  struct coffer_event *ev);
 
 /* Most reservations one connection may hold at once (coffer_obj_reserve()). */

@@ -113,8 +113,10 @@
 /* A write retries its create this long at most while another client keeps the block created
  * and unsealed (-EEXIST), then fails with ETIMEDOUT (us). */
 #define CF_WRITE_BUSY_US (5 * 1000 * 1000)
-/* Most blocks a job keeps reserved for its writes (pool and reserves in flight). */
-#define CF_RESV_MAX 1024
+/* Most blocks a job keeps reserved for its writes (pool and reserves in flight), and most
+ * reserves on one event. */
+#define CF_RESV_MAX   1024
+#define CF_RESV_BATCH 32
 /* Cleanup waits at most this long for the store to answer what is still in flight (us). */
 #define CF_DRAIN_TIMEOUT_US (5 * 1000 * 1000)
 
@@ -162,10 +164,11 @@ struct cf_op {
 	struct cf_op *chain;   /* every release event ever allocated (freed at cleanup) */
 };
 
-/* A reserve in flight (CF_KIND_RESERVE): where the store's block goes. */
+/* A batch of reserves in flight on one event (CF_KIND_RESERVE): where the blocks go. */
 struct cf_rop {
 	struct cf_op op;
-	void *data;
+	unsigned int n;
+	void *data[CF_RESV_BATCH];
 };
 
 /* Per io_u state (io_u->engine_data). */
@@ -378,19 +381,22 @@ static struct cf_op *cf_rop_get(struct cf_data *cd)
 	return &r->op;
 }
 
-/* Launch reserves while the pool (with those in flight) is below half of resv_max. */
+/* Launch reserves, in batches of up to CF_RESV_BATCH on one event each, while the pool (with
+ * those in flight) is below half of resv_max, up to resv_max. */
 static void cf_resv_refill(struct cf_data *cd)
 {
-	if (cd->nr_resv + cd->resv_inflight >= cd->resv_max / 2 + 1)
+	if (cd->nr_resv + cd->resv_inflight > cd->resv_max / 2)
 		return;
 	while (cd->nr_resv + cd->resv_inflight < cd->resv_max) {
+		unsigned int n = cd->resv_max - cd->nr_resv - cd->resv_inflight;
 		struct cf_op *op = cf_rop_get(cd);
+		struct cf_rop *r = (struct cf_rop *)op;
 		int rc;
 
 		if (!op)
 			return;
-		rc = coffer_obj_reserve(cd->conn, cd->resv_bytes, &((struct cf_rop *)op)->data,
-					&op->ev);
+		r->n = n < CF_RESV_BATCH ? n : CF_RESV_BATCH;
+		rc = coffer_obj_reserve(cd->conn, cd->resv_bytes, r->n, r->data, &op->ev);
 		if (rc < 0) {
 			op->next = cd->rop_free;
 			cd->rop_free = op;
@@ -400,7 +406,7 @@ static void cf_resv_refill(struct cf_data *cd)
 			return;
 		}
 		cd->running++;
-		cd->resv_inflight++;
+		cd->resv_inflight += r->n;
 	}
 }
 
@@ -751,10 +757,14 @@ static void cf_handle_event(struct cf_data *cd, unsigned int missing, struct cof
 		return;
 	}
 	if (op->kind == CF_KIND_RESERVE) {
-		cd->resv_inflight--;
-		if (err == 0 && !cd->closing)
-			cf_resv_back(cd, ((struct cf_rop *)op)->data);
-		else if (err < 0 && err != -EAGAIN)
+		struct cf_rop *r = (struct cf_rop *)op;
+
+		cd->resv_inflight -= r->n;
+		/* what was reserved is ours even when some of the batch failed */
+		for (unsigned int i = 0; i < r->n && !cd->closing; i++)
+			if (r->data[i])
+				cf_resv_back(cd, r->data[i]);
+		if (err < 0)
 			cd->resv_max = 0; /* writes create and seal (and say why they fail) */
 		op->next = cd->rop_free;
 		cd->rop_free = op;

@@ -2742,7 +2742,7 @@ static void test_put_reserved(void **state)
 	coffer_handle_t c, cr, eq;
 	struct coffer_oid a, b;
 	struct coffer_store_info info;
-	struct coffer_event ev, *done;
+	struct coffer_event ev, ev2, *done;
 	uint8_t buf[8192];
 	uint64_t sz = 0, used0;
 	void *r1 = NULL, *r2 = NULL, *r3 = NULL, *wr = NULL;
@@ -2757,12 +2757,14 @@ static void test_put_reserved(void **state)
 	assert_int_equal(info.version, 5);
 	used0 = info.used_bytes;
 	/* bad arguments */
-	assert_int_equal(coffer_obj_reserve(c, 0, &r1, NULL), -EINVAL);
-	assert_int_equal(coffer_obj_reserve(c, 64, NULL, NULL), -EINVAL);
-	assert_int_equal(coffer_obj_reserve(eq, 64, &r1, NULL), -EINVAL);
-	assert_int_equal(coffer_obj_reserve(c, info.capacity_bytes + 1, &r1, NULL), -E2BIG);
-	assert_int_equal(coffer_obj_reserve(c, 4096, &r1, NULL), 0);
-	assert_int_equal(coffer_obj_reserve(c, 4096, &r2, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 0, 1, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, NULL, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(eq, 64, 1, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, info.capacity_bytes + 1, 1, &r1, NULL), -E2BIG);
+	assert_int_equal(coffer_obj_reserve(c, 64, 0, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 64, COFFER_GET_BULK_MAX + 1, &r1, NULL), -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 4096, 1, &r1, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 4096, 1, &r2, NULL), 0);
 	assert_ptr_not_equal(r1, r2);
 	assert_int_equal(coffer_store_query(c, &info), 0);
 	assert_true(info.used_bytes >= used0 + 8192);
@@ -2807,14 +2809,49 @@ static void test_put_reserved(void **state)
 	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), &sz), 4096);
 	assert_true(check(buf, 4096, 8));
 	assert_int_equal(coffer_obj_release_data(cr, &a, rd, NULL), 0);
+	/* a batch on one event: distinct writable blocks, each put on its own */
+	{
+		void *v[5];
+		struct coffer_oid o5;
+
+		assert_int_equal(coffer_event_init(&ev2, eq, NULL), 0);
+		assert_int_equal(coffer_obj_reserve(c, 256, 5, v, &ev2), 0);
+		assert_int_equal(coffer_eq_poll(eq, 1, 5 * 1000 * 1000, 1, &done), 1);
+		assert_ptr_equal(done, &ev2);
+		assert_int_equal(ev2.ev_error, 0);
+		for (int i = 0; i < 5; i++) {
+			assert_non_null(v[i]);
+			for (int k = 0; k < i; k++)
+				assert_ptr_not_equal(v[i], v[k]);
+			fill(v[i], 256, 40 + (uint64_t)i);
+		}
+		for (int i = 0; i < 5; i++) {
+			make_oid(&o5, 32, (uint64_t)i);
+			assert_int_equal(coffer_obj_put(c, &o5, v[i], 256, 0, NULL), 0);
+		}
+		for (int i = 0; i < 5; i++) {
+			make_oid(&o5, 32, (uint64_t)i);
+			assert_int_equal(coffer_obj_read_oid(cr, &o5, 0, buf, sizeof(buf), &sz),
+					 256);
+			assert_true(check(buf, 256, 40 + (uint64_t)i));
+			assert_int_equal(coffer_obj_delete(cr, &o5, NULL), 0);
+		}
+		/* too large: every block fails, each NULL */
+		assert_int_equal(coffer_obj_reserve(c, info.capacity_bytes + 1, 3, v, &ev2), 0);
+		assert_int_equal(coffer_eq_poll(eq, 1, 5 * 1000 * 1000, 1, &done), 1);
+		assert_int_equal(ev2.ev_error, -E2BIG);
+		for (int i = 0; i < 3; i++)
+			assert_null(v[i]);
+		assert_int_equal(coffer_event_fini(&ev2), 0);
+	}
 	/* give back; a reservation given back is gone */
-	assert_int_equal(coffer_obj_reserve(c, 100, &r3, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 100, 1, &r3, NULL), 0);
 	assert_int_equal(coffer_obj_unreserve(c, NULL, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_unreserve(c, r3, NULL), 0);
 	assert_int_equal(coffer_obj_unreserve(c, r3, NULL), -ENOENT);
 	assert_int_equal(coffer_obj_put(c, &b, r3, 100, 0, NULL), -ENOENT);
 	/* disconnect frees reservations never put; sealed objects stay */
-	assert_int_equal(coffer_obj_reserve(c, 1 << 20, &r3, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 1 << 20, 1, &r3, NULL), 0);
 	memset(r3, 0xab, 1 << 20);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_disconnect(c), 0);

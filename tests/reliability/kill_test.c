@@ -84,7 +84,7 @@ enum scenario {
 static const char *const scenario_name[V_COUNT] = {
     "create-noseal",	"mid-copy",	   "hold-refs", "get-blocked-sock",
     "get-blocked-ring", "half-batch",	   "full-ring", "connect-raw",
-    "lib-connect",	"lib-get-blocked", "lib-puts", "lib-reserve-puts",
+    "lib-connect",	"lib-get-blocked", "lib-puts",	"lib-reserve-puts",
 };
 
 /* Shared with the workers (MAP_SHARED | MAP_ANONYMOUS, created before fork). Every field is
@@ -483,8 +483,7 @@ static void victim_lib(enum scenario sc, unsigned int round, const char *sock, i
 		uint64_t bytes = 4096 + rel_rand(&s) % (64 * 1024);
 
 		VCHECK(coffer_connect(sock, &c) == 0, 30);
-		for (i = 0; i < POOL; i++)
-			VCHECK(coffer_obj_reserve(c, bytes, &pool[i], NULL) == 0, 35);
+		VCHECK(coffer_obj_reserve(c, bytes, POOL, pool, NULL) == 0, 35);
 		ready(rfd);
 		for (i = 0;; i++) {
 			void *b = pool[i % POOL];
@@ -496,7 +495,7 @@ static void victim_lib(enum scenario sc, unsigned int round, const char *sock, i
 			rc = coffer_obj_put(c, &oid, b, n, i & 1 ? COFFER_CREATE_REPLACE : 0, NULL);
 			VCHECK(rc == 0 || rc == -EEXIST, 36);
 			if (rc == 0)
-				VCHECK(coffer_obj_reserve(c, bytes, &pool[i % POOL], NULL) == 0,
+				VCHECK(coffer_obj_reserve(c, bytes, 1, &pool[i % POOL], NULL) == 0,
 				       37);
 		}
 	}
