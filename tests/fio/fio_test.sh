@@ -170,13 +170,13 @@ case_enghelp() {
 	local out
 	out=$(fio --enghelp="$engine" 2>&1) || fail "fio --enghelp failed: $out"
 	for o in coffer_socket coffer_namespace coffer_prefill coffer_missing coffer_spin_us \
-		coffer_index; do
+		coffer_index coffer_put; do
 		grep -q "^$o" <<<"$out" || fail "--enghelp does not list $o: $out"
 	done
 	# fio prints an option's valid values only when it is given a bad one
 	grep "^coffer_missing" <<<"$out" | grep -q "error.*zeros" ||
 		fail "--enghelp does not list coffer_missing's values: $(grep '^coffer_missing' <<<"$out")"
-	say "--enghelp lists the six options and coffer_missing's values error and zeros"
+	say "--enghelp lists the seven options and coffer_missing's values error and zeros"
 }
 
 # bad_option ARG MESSAGE: fio refuses ARG while parsing (no job starts) and says MESSAGE
@@ -591,18 +591,22 @@ case_prefill_align() {
 # ("bad header rand_seed") although its data is right. Both read paths (object index on and
 # off) must pass.
 case_deep_verify() {
-	local rc idx
+	local rc idx put
 	start_store 256M
+	# the object index on and off, writes by put of a reserved block and by create + seal
 	for idx in 0 1; do
-		fio_engine --coffer_socket="$sock" --coffer_namespace="deep$idx" --name=d \
-			--rw=randrw --bs=4k --size=32m --iodepth=1024 --coffer_prefill=1 \
-			--coffer_index="$idx" --verify=crc32c --verify_fatal=1 \
-			--output-format=json --output="$work/d$idx.json" >"$work/d$idx.log" 2>&1
-		rc=$?
-		no_crash "$rc" "$work/d$idx.log"
-		[ "$rc" -eq 0 ] || fail "coffer_index=$idx: verify at iodepth 1024 failed: $(head -c 2000 "$work/d$idx.log" "$work/d$idx.json")"
+		for put in 0 1; do
+			fio_engine --coffer_socket="$sock" --coffer_namespace="deep$idx$put" --name=d \
+				--rw=randrw --bs=4k --size=32m --iodepth=1024 --coffer_prefill=1 \
+				--coffer_index="$idx" --coffer_put="$put" --verify=crc32c \
+				--verify_fatal=1 --output-format=json --output="$work/d$idx$put.json" \
+				>"$work/d$idx$put.log" 2>&1
+			rc=$?
+			no_crash "$rc" "$work/d$idx$put.log"
+			[ "$rc" -eq 0 ] || fail "coffer_index=$idx coffer_put=$put: verify at iodepth 1024 failed: $(head -c 2000 "$work/d$idx$put.log" "$work/d$idx$put.json")"
+		done
 	done
-	say "randrw at iodepth 1024 with verify=crc32c passes, with and without the object index"
+	say "randrw at iodepth 1024 with verify=crc32c passes, with and without the object index, writing by put and by create + seal"
 }
 
 case "$case_name" in
