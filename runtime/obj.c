@@ -988,9 +988,12 @@ static unsigned int index_read_group(const struct coffer__seg *s, struct coffer_
 	}
 	for (i = 0; i < n; i++) {
 		found[i] = index_find(s, want[i], h[i], &hit[i]);
-		if (found[i] == 0) {
+		uint64_t span = found[i] == 0 ? index_span(&hit[i], r[i].offset, r[i].len) : 0;
+
+		/* the address only of a span inside the block: an @offset past its end, up
+		 * to UINT64_MAX, would overflow the pointer (undefined behaviour) */
+		if (span > 0) {
 			const char *p = (const char *)s->base + hit[i].off + r[i].offset;
-			uint64_t span = index_span(&hit[i], r[i].offset, r[i].len);
 
 			if (span > INDEX_PREFETCH_BYTES)
 				span = INDEX_PREFETCH_BYTES;

@@ -106,10 +106,14 @@
 #define CF_SPIN_ALONE_US 5
 /* Prefill: objects in flight at once. */
 #define CF_PREFILL_DEPTH 64
-/* Prefill: how long one get waits for another client's seal of a block it created (us), and
- * how many such waits a block gets before the prefill fails. */
-#define CF_PREFILL_WAIT_US (5 * 1000 * 1000)
-#define CF_PREFILL_WAITS   3
+/* Prefill: how long one get waits for another client's seal of a block it created (us)
+ * before the prefill tries the create again, and how long it waits for that block in all
+ * before it fails. The store aborts the unsealed blocks of a client that dies (or aborts)
+ * but does not end the gets waiting for them (a get waits for a seal up to its timeout,
+ * whoever creates the object), so only a new create notices that the creator is gone: short
+ * waits let a dead creator cost the prefill about one of them instead of a whole long get. */
+#define CF_PREFILL_WAIT_US     (100 * 1000)
+#define CF_PREFILL_WAIT_MAX_US (15 * 1000 * 1000)
 /* A write retries its create this long at most while another client keeps the block created
  * and unsealed (-EEXIST), then fails with ETIMEDOUT (us). */
 #define CF_WRITE_BUSY_US (5 * 1000 * 1000)
@@ -1294,7 +1298,7 @@ struct cf_pslot {
 	const void *rdata; /* CF_P_WAIT: the block another client sealed */
 	uint64_t rsize;	   /* and its size */
 	enum cf_pstage stage;
-	unsigned int waits; /* CF_P_WAIT rounds that timed out (the creator never sealed) */
+	int64_t wait_since; /* when it first found the block created by another client (us) */
 };
 _Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its event");
 
@@ -1328,6 +1332,8 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 			/* The block exists, but maybe not sealed yet: another job prefilling or
 			 * writing the same file created it. A read before that seal would fail
 			 * with ENOENT, so wait for the seal, then drop the get's reference. */
+			if (s->wait_since == 0)
+				s->wait_since = cf_now_us();
 			s->stage = CF_P_WAIT;
 			return 1;
 		}
@@ -1339,8 +1345,9 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 	case CF_P_WAIT:
 		if (e == -ENOENT) {
 			/* not sealed within CF_PREFILL_WAIT_US: its creator aborted or died (then
-			 * this create succeeds), or holds it unsealed; a few rounds at most */
-			if (++s->waits >= CF_PREFILL_WAITS)
+			 * this create succeeds), or still holds it unsealed (then wait again, up
+			 * to CF_PREFILL_WAIT_MAX_US since the first wait) */
+			if (cf_now_us() - s->wait_since >= CF_PREFILL_WAIT_MAX_US)
 				return -ETIMEDOUT;
 			s->stage = CF_P_CREATE;
 			return 1;
@@ -1435,7 +1442,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			cf_block_oid(cff, next, &s->oid);
 			s->offset = next;
 			s->stage = CF_P_CREATE;
-			s->waits = 0;
+			s->wait_since = 0;
 			rc = cf_pslot_run(cd, s, bs, &s->ev);
 			if (rc < 0) {
 				if (rc != -EAGAIN)
@@ -1475,7 +1482,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 					"being created by another client, which did not seal it "
 					"within %d s\n",
 					f->file_name, (unsigned long long)s->offset,
-					CF_PREFILL_WAITS * (CF_PREFILL_WAIT_US / 1000000));
+					CF_PREFILL_WAIT_MAX_US / 1000000);
 			if (rc < 0 && !err)
 				err = rc;
 			freelist[nfree++] = (unsigned int)(s - slots);

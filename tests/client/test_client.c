@@ -2950,6 +2950,23 @@ static void test_read_oid(void **state)
 								   ((uint64_t)i + k) * 7));
 			}
 		}
+		/* offsets at or past the end copy nothing in the vector too, the largest as
+		 * well (the block's address plus UINT64_MAX wraps around: the address of
+		 * such a read must not even be computed) */
+		const uint64_t far[] = {UINT64_MAX, UINT64_MAX - 4095, 1ull << 63, (1ull << 63) - 1,
+					2000};
+
+		for (int i = 0; i < 5; i++)
+			rv[i] = (struct coffer_read_vec){.oid = a,
+							 .offset = far[i],
+							 .buf = vb[i],
+							 .len = sizeof(vb[i]),
+							 .result = 12345};
+		assert_int_equal(coffer_obj_read_oid_vec(cr, rv, 5), 5);
+		for (int i = 0; i < 5; i++) {
+			assert_int_equal(rv[i].result, 0);
+			assert_int_equal(rv[i].size, 2000);
+		}
 		assert_int_equal(coffer_obj_read_oid_vec(cr, rv, 0), 0);
 		assert_int_equal(coffer_obj_read_oid_vec(cr, NULL, 1), -EINVAL);
 		assert_int_equal(coffer_obj_read_oid_vec(eq, rv, 1), -EINVAL);

@@ -24,6 +24,12 @@
  * Two fakes that announce the same segment id and arena size (segment ids are 32 random
  * bits, and a store may lie) must still be two arenas to a client connected to both: each
  * connection reads its own store's memory, never the other's mapping.
+ * Fakes with an object index (protocol v4): one whose slots lie (outside the arena, sizes
+ * that overflow offset + size, slots odd forever or rewritten without end, unknown states,
+ * entries away from their ID's home) must make coffer_obj_read_oid() and its vector form
+ * answer -EPROTO or -EAGAIN at once, copy nothing outside the arena and never hang; ones
+ * whose index does not fit what HELLO_REPLY announces (a slot count not a power of two, a
+ * file shorter than the slots, a pipe, a count whose bytes overflow) are refused at connect.
  */
 #include <errno.h>
 #include <poll.h>
@@ -62,10 +68,25 @@ struct fake {
 	bool bad_bell;	      /* pass a pipe with no reader as the store's request doorbell, and
 			       * say the store sleeps, then wait for EOF */
 	const char *greeting; /* 10 bytes at arena offset 4096 (GET of ID 4), "hello-fake" */
+	int index_mode;	      /* enum fake_index: what object index HELLO_REPLY announces */
+	struct coffer_index_slot *index; /* IX_LIES: the fake's writable map of its index */
+	atomic_int churn_stop;		 /* ix_churn() returns */
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
 };
+
+/* What object index a fake announces (0: none; each other one waits for EOF after HELLO). */
+enum fake_index {
+	IX_NONE = 0,
+	IX_LIES,     /* FAKE_IX_SLOTS slots with the entries of ix_fill(); connect succeeds */
+	IX_NOT_POW2, /* index_slots 1000 */
+	IX_SHORT,    /* a file of fewer bytes than index_slots slots */
+	IX_PIPE,     /* a pipe as the index fd */
+	IX_HUGE,     /* index_slots 2^31: 128 GiB of slots, a 64 KiB file */
+};
+#define FAKE_IX_SLOTS 1024u
+#define FAKE_IX_SEED  0x5eeeull
 
 static int fake_send(int sock, uint16_t type, const void *body, uint32_t blen, const int *fds,
 		     unsigned int nfds)
@@ -149,6 +170,128 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 	}
 }
 
+/* Slot @i of @ix as the store writes it (seq even). */
+static void ix_set(struct coffer_index_slot *ix, uint32_t i, uint32_t seq, uint32_t state,
+		   const uint8_t *oid, uint64_t off, uint64_t size)
+{
+	ix[i].seq = seq;
+	ix[i].state = state;
+	memcpy(ix[i].oid, oid, COFFER_OID_SIZE);
+	ix[i].offset = off;
+	ix[i].size = size;
+}
+
+/* The home slot of the test's ObjectID {@b, @b2} in a FAKE_IX_SLOTS index. */
+static uint32_t ix_home2(uint8_t b, uint8_t b2)
+{
+	struct coffer_oid oid = {{b, b2}};
+
+	return (uint32_t)(coffer__index_hash(FAKE_IX_SEED, oid.id) & (FAKE_IX_SLOTS - 1));
+}
+
+static uint32_t ix_home(uint8_t b)
+{
+	return ix_home2(b, 0);
+}
+
+/* The second byte of ID 8 that puts its home in the table's last 8 slots. */
+static uint8_t ix_wrap_b2(void)
+{
+	for (unsigned int b2 = 1; b2 < 256; b2++)
+		if (ix_home2(8, (uint8_t)b2) >= FAKE_IX_SLOTS - 8)
+			return (uint8_t)b2;
+	return 0;
+}
+
+/*
+ * The lies of IX_LIES, one per ObjectID {n} (first byte n):
+ *   1  LIVE, [offset, offset + size) runs past the arena's end          -> -EPROTO
+ *   2  LIVE, size UINT64_MAX - 100: offset + size overflows              -> -EPROTO
+ *   3  LIVE, offset past the arena, near UINT64_MAX                      -> -EPROTO
+ *   4  LIVE, honest: 10 bytes at 4096 ("hello-fake")                    -> 10
+ *   5  its whole probe window odd (being written) forever               -> -EAGAIN
+ *   6  LIVE, but COFFER_INDEX_PROBE slots past its home                  -> -EAGAIN
+ *   7  an unknown state (99) at home, then LIVE and honest right after  -> 10
+ *   8  LIVE, honest, in slot 2: its home is near the end of the table and
+ *      the probe wraps around to slot 0 (ID {8, ix_wrap_b2()})          -> 10
+ * The slots each lie takes do not overlap for FAKE_IX_SEED (checked by the test).
+ */
+static void ix_fill(struct coffer_index_slot *ix)
+{
+	uint8_t oid[COFFER_OID_SIZE] = {0};
+	uint32_t h;
+
+	oid[0] = 1;
+	ix_set(ix, ix_home(1), 2, COFFER_INDEX_LIVE, oid, FAKE_ARENA - 10, 100);
+	oid[0] = 2;
+	ix_set(ix, ix_home(2), 2, COFFER_INDEX_LIVE, oid, 4096, UINT64_MAX - 100);
+	oid[0] = 3;
+	ix_set(ix, ix_home(3), 2, COFFER_INDEX_LIVE, oid, UINT64_MAX - 5, 10);
+	oid[0] = 4;
+	ix_set(ix, ix_home(4), 2, COFFER_INDEX_LIVE, oid, 4096, 10);
+	oid[0] = 5;
+	h = ix_home(5);
+	for (uint32_t i = 0; i < COFFER_INDEX_PROBE; i++)
+		ix_set(ix, (h + i) & (FAKE_IX_SLOTS - 1), 3, COFFER_INDEX_LIVE, oid, 4096, 10);
+	oid[0] = 6;
+	h = ix_home(6);
+	for (uint32_t i = 0; i < COFFER_INDEX_PROBE; i++)
+		ix[(h + i) & (FAKE_IX_SLOTS - 1)].state = COFFER_INDEX_TOMB;
+	ix_set(ix, (h + COFFER_INDEX_PROBE) & (FAKE_IX_SLOTS - 1), 2, COFFER_INDEX_LIVE, oid, 4096,
+	       10);
+	oid[0] = 7;
+	h = ix_home(7);
+	ix_set(ix, h, 2, 99, oid, FAKE_ARENA + 4096, 10);
+	ix_set(ix, (h + 1) & (FAKE_IX_SLOTS - 1), 2, COFFER_INDEX_LIVE, oid, 4096, 10);
+	oid[0] = 8;
+	oid[1] = ix_wrap_b2();
+	for (h = ix_home2(8, oid[1]); h != 2; h = (h + 1) & (FAKE_IX_SLOTS - 1))
+		ix[h].state = COFFER_INDEX_TOMB;
+	ix_set(ix, 2, 2, COFFER_INDEX_LIVE, oid, 4096, 10);
+}
+
+/* The index fd (*@fd, -1 for none) and HELLO_REPLY's index fields for @f's index_mode. */
+static int fake_index(struct fake *f, struct coffer_hello_reply *hello, int *fd)
+{
+	uint64_t bytes = (uint64_t)FAKE_IX_SLOTS * sizeof(struct coffer_index_slot);
+	int p[2];
+
+	hello->index_seed = FAKE_IX_SEED;
+	switch (f->index_mode) {
+	case IX_NONE:
+		*fd = memfd_create("fake-index", MFD_CLOEXEC);
+		return *fd < 0 ? -1 : 0;
+	case IX_PIPE:
+		if (pipe(p) < 0)
+			return -1;
+		close(p[1]);
+		*fd = p[0];
+		hello->index_slots = FAKE_IX_SLOTS;
+		return 0;
+	default:
+		break;
+	}
+	*fd = memfd_create("fake-index", MFD_CLOEXEC);
+	if (*fd < 0)
+		return -1;
+	hello->index_slots = f->index_mode == IX_NOT_POW2 ? 1000
+			     : f->index_mode == IX_HUGE	  ? 1u << 31
+							  : FAKE_IX_SLOTS;
+	if (f->index_mode == IX_SHORT)
+		bytes -= 64;
+	if (ftruncate(*fd, (off_t)bytes) < 0)
+		return -1;
+	if (f->index_mode == IX_LIES) {
+		f->index = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+		if (f->index == MAP_FAILED) {
+			f->index = NULL;
+			return -1;
+		}
+		ix_fill(f->index);
+	}
+	return 0;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
@@ -199,11 +342,12 @@ static void *fake_main(void *arg)
 	if (bell < 0)
 		goto fail;
 	{
-		/* index_slots 0: the fourth fd (the object index) is not mapped */
-		int out[4] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell,
-			      memfd_create("fake-index", MFD_CLOEXEC)};
+		/* index_slots 0 (IX_NONE): the fourth fd (the object index) is not mapped */
+		int out[4] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell, -1};
 		uint32_t sleeping = 1;
 
+		if (fake_index(f, &hello, &out[3]) < 0)
+			goto fail;
 		if (out[1] < 0 ||
 		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
@@ -216,9 +360,14 @@ static void *fake_main(void *arg)
 		close(out[3]);
 	}
 	close(arena);
-	if (f->short_doorbell || f->bad_bell) { /* the client must hang up, having mapped
-						 * nothing / written nothing */
-		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
+	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE) {
+		/* the client must hang up, having mapped nothing / written nothing (or, with
+		 * IX_LIES, having read through the index only: no request) */
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+
+		while (!atomic_load(&f->stop) && poll(&p, 1, 10) == 0)
+			;
+		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, MSG_DONTWAIT);
 		if (n != 0)
 			f->errors++;
 		munmap(base, FAKE_ARENA);
@@ -279,14 +428,15 @@ fail:
 	return NULL;
 }
 
-static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
-		      const char *greeting)
+static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+			    const char *greeting, int index_mode)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!f)
 		return -1;
+	f->index_mode = index_mode;
 	f->greeting = greeting;
 	f->short_doorbell = short_doorbell;
 	f->bad_chan_id = bad_chan_id;
@@ -306,6 +456,37 @@ static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool 
 		return -1;
 	*state = f;
 	return 0;
+}
+
+static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+		      const char *greeting)
+{
+	return setup_fake_index(state, short_doorbell, bad_chan_id, bad_bell, greeting, IX_NONE);
+}
+
+static int setup_ix_lies(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_LIES);
+}
+
+static int setup_ix_not_pow2(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_NOT_POW2);
+}
+
+static int setup_ix_short(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_SHORT);
+}
+
+static int setup_ix_pipe(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_PIPE);
+}
+
+static int setup_ix_huge(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_HUGE);
 }
 
 static int setup(void **state)
@@ -333,8 +514,12 @@ static int teardown(void **state)
 	struct fake *f = *state;
 
 	atomic_store(&f->stop, 1);
+	/* a test that failed before it connected leaves the fake in accept(): wake it */
+	shutdown(f->lsock, SHUT_RDWR);
 	if (!f->joined)
 		pthread_join(f->tid, NULL);
+	if (f->index != NULL)
+		munmap(f->index, (size_t)FAKE_IX_SLOTS * sizeof(struct coffer_index_slot));
 	close(f->lsock);
 	unlink(f->path);
 	rmdir(f->dir);
@@ -537,6 +722,129 @@ static void test_same_segment_id(void **state)
 	teardown(&bstate);
 }
 
+/* A store rewriting ID 4's slot as fast as it can (same fields: every version is honest). */
+static void *ix_churn(void *arg)
+{
+	struct fake *f = arg;
+	struct coffer_index_slot *x = &f->index[ix_home(4)];
+
+	while (!atomic_load(&f->churn_stop)) {
+		uint32_t q = __atomic_load_n(&x->seq, __ATOMIC_RELAXED);
+
+		__atomic_store_n(&x->seq, q + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&x->seq, q + 2, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* A fake's lies in its object index: every read answers at once, from inside the arena. */
+static void test_index_lies(void **state)
+{
+	struct fake *f = *state;
+	static const int64_t want[9] = {0, -EPROTO, -EPROTO, -EPROTO, 10, -EAGAIN, -EAGAIN, 10, 10};
+	struct coffer_read_vec rv[2 * 8];
+	uint8_t buf[64], vb[2 * 8][64];
+	coffer_handle_t c;
+	uint64_t sz;
+
+	/* the lies do not overlap: each ID's slots [home, home + span) are its own */
+	{
+		uint8_t owner[FAKE_IX_SLOTS] = {0};
+		const uint32_t span[9] = {0, 1, 1, 1, 1, COFFER_INDEX_PROBE, COFFER_INDEX_PROBE + 1,
+					  2, 0};
+
+		assert_int_not_equal(ix_wrap_b2(), 0);
+		for (uint8_t i = 1; i <= 8; i++) {
+			uint32_t h = i == 8 ? ix_home2(8, ix_wrap_b2()) : ix_home(i);
+			uint32_t n = i == 8 ? FAKE_IX_SLOTS - h + 3 : span[i];
+
+			for (uint32_t k = 0; k < n; k++) {
+				assert_int_equal(owner[(h + k) & (FAKE_IX_SLOTS - 1)], 0);
+				owner[(h + k) & (FAKE_IX_SLOTS - 1)] = i;
+			}
+		}
+	}
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	for (int i = 1; i <= 8; i++) {
+		struct coffer_oid oid = {{(uint8_t)i, i == 8 ? ix_wrap_b2() : 0}};
+		int64_t n;
+
+		memset(buf, 0, sizeof(buf));
+		sz = 12345;
+		n = coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), &sz);
+		if (n != want[i])
+			print_error("ID %d: %lld, want %lld\n", i, (long long)n,
+				    (long long)want[i]);
+		assert_int_equal(n, want[i]);
+		if (n == 10) {
+			assert_int_equal(sz, 10);
+			assert_memory_equal(buf, "hello-fake", 10);
+		} else {
+			assert_int_equal(sz, 12345);
+		}
+		rv[2 * (i - 1)] = (struct coffer_read_vec){
+		    .oid = oid, .offset = 0, .buf = vb[2 * (i - 1)], .len = sizeof(vb[0])};
+		rv[2 * (i - 1) + 1] = (struct coffer_read_vec){
+		    .oid = oid, .offset = 3, .buf = vb[2 * (i - 1) + 1], .len = sizeof(vb[0])};
+	}
+	assert_int_equal(coffer_obj_read_oid_vec(c, rv, 2 * 8), 2 * 3);
+	for (int i = 1; i <= 8; i++) {
+		int64_t w = want[i];
+
+		assert_int_equal(rv[2 * (i - 1)].result, w);
+		assert_int_equal(rv[2 * (i - 1) + 1].result, w == 10 ? 7 : w);
+		if (w == 10) {
+			assert_memory_equal(vb[2 * (i - 1)], "hello-fake", 10);
+			assert_memory_equal(vb[2 * (i - 1) + 1], "lo-fake", 7);
+		}
+	}
+	/* ID 4's slot rewritten forever by a "store" that never finishes a write in time:
+	 * the read gives up (-EAGAIN) instead of spinning, or reads the one version */
+	{
+		struct coffer_oid oid = {{4}};
+		struct coffer_index_slot *x = &f->index[ix_home(4)];
+		int64_t n;
+
+		pthread_t churn;
+		uint64_t hits = 0, misses = 0;
+
+		x->seq = 5; /* odd forever */
+		assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL), -EAGAIN);
+		x->seq = 6;
+		n = coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL);
+		assert_int_equal(n, 10);
+		/* and rewritten (seq bumped, fields the same) without pause */
+		assert_int_equal(pthread_create(&churn, NULL, ix_churn, f), 0);
+		for (int k = 0; k < 20000; k++) {
+			memset(buf, 0, sizeof(buf));
+			n = coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL);
+			if (n == -EAGAIN) {
+				misses++;
+				continue;
+			}
+			assert_int_equal(n, 10);
+			assert_memory_equal(buf, "hello-fake", 10);
+			hits++;
+		}
+		atomic_store(&f->churn_stop, 1);
+		assert_int_equal(pthread_join(churn, NULL), 0);
+		printf("index slot rewritten without pause: %llu reads whole, %llu -EAGAIN\n",
+		       (unsigned long long)hits, (unsigned long long)misses);
+	}
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF, and no request */
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/* An index that does not match what HELLO_REPLY says of it: connect refuses the store. */
+static void test_index_mismatch(void **state)
+{
+	expect_connect_refused(*state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -545,6 +853,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_channel_id, setup_bad_chan_id, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_bell, setup_bad_bell, teardown),
 	    cmocka_unit_test_setup_teardown(test_same_segment_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_lies, setup_ix_lies, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_not_pow2, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_short, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_pipe, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_huge, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

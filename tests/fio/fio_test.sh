@@ -59,6 +59,8 @@
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
+#   prefill-creator-dies  the client holding a block the prefill waits for is killed: the
+#                 prefill creates the block soon after; before, it waited out a 5 s get first
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
 # COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
@@ -464,6 +466,37 @@ case_prefill_busy() {
 	say "prefill waited for a block another client was still writing; every read succeeded"
 }
 
+# A prefill waiting for another client's seal of a block must stop waiting soon after that
+# client dies (the store then aborts its unsealed block, and the create succeeds): it used to
+# wait out a whole 5 s get first. The holder is killed while the prefill waits; the job must
+# end well before such a get could have timed out.
+case_prefill_creator_dies() {
+	local rc fiopid t1 t2 ms
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	hold_block orphan 60000
+	timeout 60 fio --ioengine="external:$engine" --coffer_socket="$sock" \
+		--coffer_namespace=busy --coffer_prefill=1 --name=r --filename=orphan --rw=read \
+		--bs=4k --size=64k --iodepth=4 --output-format=json --output="$work/r.json" \
+		>"$work/r.log" 2>&1 &
+	fiopid=$!
+	sleep 1.5 # fio starts and its prefill waits for block 0
+	kill -KILL "$holder"
+	wait "$holder" 2>/dev/null
+	t1=$(date +%s%N)
+	wait "$fiopid"
+	rc=$?
+	t2=$(date +%s%N)
+	ms=$(((t2 - t1) / 1000000))
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "the prefill failed after its block's creator died: $(cat "$work/r.log" "$work/r.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/r.json")" -eq $((64 << 10)) ] ||
+		fail "not every block was read: $(jq '.jobs[0].read.io_bytes' "$work/r.json") bytes"
+	[ "$ms" -lt 2500 ] || fail "fio ended $ms ms after the block's creator died: the prefill waited on"
+	"$block" "$sock" busy orphan 0 exists || fail "the prefill did not create the orphaned block"
+	say "the prefill stopped waiting $ms ms after the block's creator died; every read succeeded"
+}
+
 # fio unlinks a job's files at its end (unlink=1) or after each loop (unlink_each_loop=1)
 # through the engine, or with unlink(2) of the file's name when the engine has no hook. A
 # coffer file is blocks in the store: a local file that happens to have its name (in the
@@ -620,6 +653,7 @@ pre-read) case_pre_read ;;
 write-busy) case_write_busy ;;
 unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
+prefill-creator-dies) case_prefill_creator_dies ;;
 offset) case_offset ;;
 overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
@@ -633,7 +667,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|deep-verify|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|deep-verify|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac

@@ -479,6 +479,99 @@ static void test_blocking_call_vs_disconnect(void **state)
 	}
 }
 
+struct index_reader {
+	coffer_handle_t c;
+	struct coffer_oid oid;
+	atomic_int started;
+	long whole;
+	int rc; /* the first result that is neither the object nor -ENOTCONN, or -ENOTCONN */
+};
+
+/* Reads one 4 KiB object through the index (alone and as vectors) until the connection is
+ * gone: each read copies the object whole or answers -ENOTCONN. */
+static void *index_read_loop(void *arg)
+{
+	struct index_reader *r = arg;
+	static _Thread_local uint8_t buf[4][4096];
+
+	atomic_store(&r->started, 1);
+	for (long k = 0;; k++) {
+		struct coffer_read_vec rv[4];
+		int64_t n;
+
+		if (k % 2 == 0) {
+			n = coffer_obj_read_oid(r->c, &r->oid, 0, buf[0], sizeof(buf[0]), NULL);
+		} else {
+			for (int i = 0; i < 4; i++)
+				rv[i] = (struct coffer_read_vec){
+				    .oid = r->oid, .buf = buf[i], .len = sizeof(buf[i])};
+			n = coffer_obj_read_oid_vec(r->c, rv, 4);
+			for (int i = 0; n == 4 && i < 4; i++)
+				if (rv[i].result != 4096 || rel_verify(buf[i], 4096) != 0)
+					n = -EIO;
+			n = n == 4 ? 4096 : n;
+		}
+		if (n == -ENOTCONN) {
+			r->rc = -ENOTCONN;
+			return NULL;
+		}
+		if (n != 4096 || rel_verify(buf[0], 4096) != 0) {
+			r->rc = n < 0 ? (int)n : -EIO;
+			return NULL;
+		}
+		r->whole++;
+	}
+}
+
+/* Reads through the object index racing coffer_disconnect() of their connection, the only
+ * one of the process (its arena and index mappings go with it): each copies the object
+ * whole or answers -ENOTCONN, and none touches an unmapped page. */
+static void test_index_read_vs_disconnect(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		struct index_reader r[3];
+		pthread_t th[3];
+		coffer_handle_t c;
+		void *wr;
+
+		guard("index reads racing coffer_disconnect");
+		assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+		for (int k = 0; k < 3; k++) {
+			r[k] = (struct index_reader){.c = c};
+			rel_oid(&r[k].oid, 525252);
+		}
+		if (i == 0) {
+			assert_int_equal(coffer_obj_create_oid(c, &r[0].oid, 4096, 0, &wr, NULL),
+					 0);
+			rel_fill(wr, 4096, 77);
+			assert_int_equal(
+			    coffer_obj_seal_oid(c, &r[0].oid, COFFER_SEAL_RELEASE, NULL), 0);
+		}
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(pthread_create(&th[k], NULL, index_read_loop, &r[k]), 0);
+		for (int k = 0; k < 3; k++)
+			while (!atomic_load(&r[k].started))
+				sched_yield();
+		rel_sleep_us(i % 5 * 300);
+		assert_int_equal(coffer_disconnect(c), 0);
+		for (int k = 0; k < 3; k++) {
+			pthread_join(th[k], NULL);
+			assert_int_equal(r[k].rc, -ENOTCONN);
+		}
+		unguard();
+	}
+	{
+		struct coffer_oid oid;
+		coffer_handle_t c;
+
+		rel_oid(&oid, 525252);
+		assert_int_equal(coffer_connect(g_store.sock, &c), 0);
+		assert_int_equal(coffer_obj_delete(c, &oid, NULL), 0);
+		assert_int_equal(coffer_disconnect(c), 0);
+	}
+}
+
 struct querier {
 	coffer_handle_t c;
 	atomic_bool *go;
@@ -647,6 +740,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_blocking_call_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_control_call_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_connection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_read_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timed_out_connection, setup, teardown),
 	};
 	int rc;
