@@ -185,7 +185,8 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 
 	if (h->index_slots == 0 || fd < 0)
 		goto out;
-	if ((h->index_slots & (h->index_slots - 1)) != 0 || fstat(fd, &st) < 0 ||
+	if ((h->index_slots & (h->index_slots - 1)) != 0 ||
+	    h->index_slots > COFFER_INDEX_SLOTS_MAX || fstat(fd, &st) < 0 ||
 	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
 		rc = -EPROTO;
 		goto out;

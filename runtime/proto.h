@@ -154,6 +154,8 @@ struct coffer_hello_reply {
  * and Plasma's idea of a client that reads sealed objects straight from shared memory.
  */
 #define COFFER_INDEX_PROBE 16u
+/* Most slots an index may have (4 GiB of slots); a client refuses more (-EPROTO). */
+#define COFFER_INDEX_SLOTS_MAX (1u << 26)
 enum { COFFER_INDEX_EMPTY = 0, COFFER_INDEX_LIVE = 1, COFFER_INDEX_TOMB = 2 };
 
 struct coffer_index_slot {

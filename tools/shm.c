@@ -357,7 +357,7 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 
 	memset(ix, 0, sizeof(*ix));
 	ix->fd_ro = -1;
-	while (slots < arena_bytes / 4096 && slots < (1u << 26))
+	while (slots < arena_bytes / 4096 && slots < COFFER_INDEX_SLOTS_MAX)
 		slots <<= 1;
 	ix->bytes = slots * sizeof(struct coffer_index_slot);
 	fd = memfd_create("coffer-index", MFD_CLOEXEC | MFD_ALLOW_SEALING);

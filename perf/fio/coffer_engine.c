@@ -934,8 +934,8 @@ static int cf_init(struct thread_data *td)
 	}
 	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
 	cd->rel_data = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_data));
-	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->ready || !cd->rel_pend ||
-	    !cd->rel_data) {
+	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->ready || !cd->rvec ||
+	    !cd->rreq || !cd->rel_pend || !cd->rel_data) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
 	}
