@@ -14,7 +14,8 @@
 #   env           a bad COFFER_* variable fails the job with a line that leads with the
 #                 variable and its value (before: "cannot connect to coffer-store at ...");
 #                 COFFER_HHASH_LOCKS_LOG2 above the bucket count says so, not "not a
-#                 decimal number in its range"
+#                 decimal number in its range"; an empty COFFER_SOCKET means the default
+#                 path, as for libcoffer (before: "cannot connect ... at : invalid argument")
 #   verify-fork   perf/fio/jobs/verify.fio (numjobs 2, crc32c, write then read back) passes
 #                 in fio's default fork mode; every block was read back and checked
 #   verify-thread the same with --thread
@@ -216,6 +217,19 @@ case_env() {
 	COFFER_HHASH_LOCKS_LOG2=20 fails_saying "$work/e2.log" \
 		'^fio: coffer: environment variable COFFER_HHASH_LOCKS_LOG2="20" is above COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets' \
 		--coffer_socket="$sock" --name=e --rw=write --bs=4k --size=64k
+	# An empty COFFER_SOCKET is unset, as for libcoffer and coffer-store: the default path
+	# ($XDG_RUNTIME_DIR/coffer.sock, here a link to the store). Before, the engine passed ""
+	# to coffer_connect(): "cannot connect to coffer-store at : invalid argument (...)".
+	mkdir -p "$work/xdg" "$work/nostore"
+	ln -s "$sock" "$work/xdg/coffer.sock"
+	COFFER_SOCKET='' XDG_RUNTIME_DIR=$work/xdg fio_engine --name=s --rw=write --bs=4k \
+		--size=64k >"$work/e3.log" 2>&1 || fail "COFFER_SOCKET='': $(cat "$work/e3.log")"
+	# no store at the default path: the line names that path, and no variable (nothing
+	# points at coffer_env_check() when no variable is at fault)
+	COFFER_SOCKET='' XDG_RUNTIME_DIR=$work/nostore fails_saying "$work/e4.log" \
+		"^fio: coffer: cannot connect to coffer-store at $work/nostore/coffer.sock: " \
+		--name=s --rw=write --bs=4k --size=64k
+	grep -q 'coffer_env_check' "$work/e4.log" && fail "points at a variable: $(cat "$work/e4.log")"
 	say "$(grep -m1 'fio: coffer:' "$work/e2.log")"
 }
 
