@@ -426,8 +426,10 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
 		cf_strerror(err),
 		io_u->ddir == DDIR_READ && err == -ENOENT
-		    ? "; the block was never written (or was evicted): set coffer_prefill=1 to "
-		      "create missing blocks, or coffer_missing=zeros to read them as zeros"
+		    ? "; the block was never written, written with another block size (read "
+		      "with the bs it was written with), or evicted (give coffer-store a larger "
+		      "-m): set coffer_prefill=1 to create missing blocks, or "
+		      "coffer_missing=zeros to read them as zeros"
 		    : "");
 }
 

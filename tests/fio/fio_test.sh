@@ -24,7 +24,8 @@
 #   depth         the randrw job (perf/fio/jobs/randrw.fio, shortened) reaches an I/O depth
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
 #   missing       a read of a never-written block fails with ENOENT by default (its line
-#                 names the fix: coffer_prefill=1 or coffer_missing=zeros), returns zeros
+#                 names the fix: coffer_prefill=1 or coffer_missing=zeros, and the other
+#                 causes: a read bs unlike the written one, eviction), returns zeros
 #                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
@@ -326,6 +327,13 @@ case_missing() {
 		--bs=4k --size=1m --iodepth=8 --output-format=json --output="$work/m1.json"
 	[ "$(jq '.jobs[0].error' "$work/m1.json")" -eq 2 ] ||
 		fail "expected ENOENT (2), got $(jq '.jobs[0].error' "$work/m1.json")"
+	# blocks written with bs=8k, read with bs=4k (one object per block): the line also names
+	# the block size and eviction (a larger -m), not only "never written"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=bs8k --name=w --rw=write --bs=8k \
+		--size=1m >"$work/w8.log" 2>&1 || fail "bs=8k write: $(cat "$work/w8.log")"
+	fails_saying "$work/m3.log" \
+		"coffer: read of .* failed: .*never written.*another block size.*evicted.*coffer-store.*larger -m.*coffer_prefill=1 .*coffer_missing=zeros" \
+		--coffer_socket="$sock" --coffer_namespace=bs8k --name=w --rw=read --bs=4k --size=1m
 	# coffer_missing=zeros: such reads return zeros. verify_only skips the writes of a write
 	# job and reads every block back against the pattern, here all zeros.
 	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --coffer_missing=zeros \
