@@ -51,7 +51,10 @@ COFFER_API const char *coffer_strerror(int err)
 	case ETIMEDOUT:
 		return "timed out";
 	case EAGAIN:
-		return "try again (channel full)";
+		/* store.h's three meanings: an @ev call's full channel, a reserve past
+		 * COFFER_RESERVE_MAX, and an index miss of coffer_obj_read_oid()/_vec(). */
+		return "try again (channel full: poll the EQ; or too many reservations; or, from "
+		       "a read_oid, not answered from the object index: use a get)";
 	case EMFILE:
 		/* An object call's -EMFILE is the channel limit, which no fd limit here explains,
 		 * or the store out of fds (coffer_connect() too): another connection won't help. */

@@ -95,8 +95,11 @@ fi
 # --- obj_open benchmark ------------------------------------------------------------------
 if [ -x "$bench_bin" ]; then
 	say "coffer-bench obj_open --threads $threads"
-	if "$bench_bin" obj_open --socket "$sock" --threads "$threads" --csv "$work/obj_open.csv" \
-		>"$work/obj_open.out" 2>&1; then
+	# --min-seconds 1: open and close repeat (fresh ObjectIDs) for about a second per thread
+	# count; one pass of 100k opens takes 10-125 ms, too short to time steadily (its first
+	# row swung 10x with the machine's load)
+	if "$bench_bin" obj_open --socket "$sock" --threads "$threads" --min-seconds 1 \
+		--csv "$work/obj_open.csv" >"$work/obj_open.out" 2>&1; then
 		cat "$work/obj_open.out"
 		while IFS=, read -r _ _ workload thr _ _ mops _ status; do
 			[ "$status" = ok ] || continue

@@ -5,8 +5,9 @@
  *
  * For every thread count: phase "open" - each thread opens --objects fresh ObjectIDs
  * (coffer_obj_open, handles kept open), timed; phase "close" - each thread closes its
- * handles, timed separately; phase "open-close" - each thread loops open+close of fresh
- * ObjectIDs for --seconds. One result row per phase.
+ * handles, timed separately (with --min-seconds S, both repeat with fresh ObjectIDs until
+ * together they took S seconds; the rows sum the passes); phase "open-close" - each thread
+ * loops open+close of fresh ObjectIDs for --seconds. One result row per phase.
  *
  * Design note:
  *  - All threads share one connection (coffer_connect once), as an application would.
@@ -158,14 +159,38 @@ static bool oo_handles_distinct(const struct oo_state *st, unsigned int nthreads
 	return ok;
 }
 
+/* One phase's result, summed over its passes. */
+struct oo_total {
+	double seconds;
+	uint64_t ops;
+	bool ok;
+	char note[256];
+};
+
+static void oo_report(enum oo_phase phase, unsigned int nthreads, const struct oo_total *tot)
+{
+	struct bench_result res = {0};
+
+	res.bench = "obj_open";
+	res.impl = "coffer";
+	res.workload = oo_phase_names[phase];
+	res.threads = nthreads;
+	res.seconds = tot->seconds;
+	res.ops = tot->ops;
+	res.ok = tot->ok;
+	res.note = tot->note;
+	bench_report(&res);
+}
+
+/* Runs st->phase once and adds it to @tot (its note and ok are this pass's). */
 static bool oo_phase_run(struct oo_state *st, unsigned int nthreads, double seconds,
-			 uint64_t count0, uint64_t expect_count)
+			 uint64_t count0, uint64_t expect_count, struct oo_total *tot)
 {
 	struct bench_run run = {0};
-	struct bench_result res = {0};
 	uint64_t failures = 0, count;
 	int first_err = 0;
-	char note[256];
+	char *note = tot->note;
+	size_t notesz = sizeof(tot->note);
 	unsigned int t;
 	bool ok;
 	int err;
@@ -184,39 +209,34 @@ static bool oo_phase_run(struct oo_state *st, unsigned int nthreads, double seco
 	count = coffer_hhash_count(coffer_hhash_global());
 	ok = !err && failures == 0;
 	if (err)
-		snprintf(note, sizeof(note), "VERIFY: threads failed: %s", strerror(-err));
+		snprintf(note, notesz, "VERIFY: threads failed: %s", strerror(-err));
 	else if (failures)
-		snprintf(note, sizeof(note), "VERIFY: %llu calls failed, first: %s",
+		snprintf(note, notesz, "VERIFY: %llu calls failed, first: %s",
 			 (unsigned long long)failures, coffer_strerror(first_err));
 	else if (count != expect_count) {
-		snprintf(note, sizeof(note),
+		snprintf(note, notesz,
 			 "VERIFY: handle hash holds %llu records, expected %llu (start %llu)",
 			 (unsigned long long)count, (unsigned long long)expect_count,
 			 (unsigned long long)count0);
 		ok = false;
 	} else if (st->phase == OO_OPEN && !oo_handles_distinct(st, nthreads)) {
-		snprintf(note, sizeof(note), "VERIFY: a handle was null or issued twice");
+		snprintf(note, notesz, "VERIFY: a handle was null or issued twice");
 		ok = false;
 	} else {
-		snprintf(note, sizeof(note), "verified: handle hash count %llu",
+		snprintf(note, notesz, "verified: handle hash count %llu",
 			 (unsigned long long)count);
 	}
-	res.bench = "obj_open";
-	res.impl = "coffer";
-	res.workload = oo_phase_names[st->phase];
-	res.threads = nthreads;
-	res.seconds = run.elapsed_s;
-	res.ops = run.ops;
-	res.ok = ok;
-	res.note = note;
-	bench_report(&res);
+	tot->seconds += run.elapsed_s;
+	tot->ops += run.ops;
+	tot->ok = ok;
 	return ok;
 }
 
-static bool oo_one(struct oo_state *st, unsigned int nthreads, double seconds, bool fixed,
-		   bool loop)
+static bool oo_one(struct oo_state *st, unsigned int nthreads, double seconds, double min_seconds,
+		   bool fixed, bool loop)
 {
 	uint64_t count0 = coffer_hhash_count(coffer_hhash_global());
+	struct oo_total topen = {0}, tclose = {0}, tloop = {0};
 	unsigned int t;
 	bool ok = true;
 
@@ -230,27 +250,35 @@ static bool oo_one(struct oo_state *st, unsigned int nthreads, double seconds, b
 			ok = false;
 	}
 	if (ok && fixed) {
-		st->pass++;
-		st->phase = OO_OPEN;
-		ok &= oo_phase_run(st, nthreads, 0.0, count0, count0 + nthreads * st->objects);
-		st->phase = OO_CLOSE;
-		ok &= oo_phase_run(st, nthreads, 0.0, count0, count0);
-		/* A closed handle must be gone: a second close is refused. */
-		for (t = 0; t < nthreads; t++) {
-			if (st->ts[t].opened &&
-			    coffer_obj_close(st->ts[t].handles[st->ts[t].opened - 1]) == 0) {
-				fprintf(stderr,
-					"coffer-bench obj_open: VERIFY: a closed handle was "
-					"closed again without error\n");
-				ok = false;
+		/* fresh ObjectIDs every pass (the pass is part of each ID) */
+		do {
+			st->pass++;
+			st->phase = OO_OPEN;
+			ok &= oo_phase_run(st, nthreads, 0.0, count0,
+					   count0 + nthreads * st->objects, &topen);
+			st->phase = OO_CLOSE;
+			ok &= oo_phase_run(st, nthreads, 0.0, count0, count0, &tclose);
+			/* A closed handle must be gone: a second close is refused. */
+			for (t = 0; t < nthreads; t++) {
+				if (st->ts[t].opened &&
+				    coffer_obj_close(st->ts[t].handles[st->ts[t].opened - 1]) ==
+					0) {
+					fprintf(stderr,
+						"coffer-bench obj_open: VERIFY: a closed handle "
+						"was closed again without error\n");
+					ok = false;
+				}
+				st->ts[t].opened = 0;
 			}
-			st->ts[t].opened = 0;
-		}
+		} while (ok && topen.seconds + tclose.seconds < min_seconds);
+		oo_report(OO_OPEN, nthreads, &topen);
+		oo_report(OO_CLOSE, nthreads, &tclose);
 	}
 	if (ok && loop) {
 		st->pass++;
 		st->phase = OO_LOOP;
-		ok &= oo_phase_run(st, nthreads, seconds, count0, count0);
+		ok &= oo_phase_run(st, nthreads, seconds, count0, count0, &tloop);
+		oo_report(OO_LOOP, nthreads, &tloop);
 	}
 	for (t = 0; t < nthreads; t++)
 		free(st->ts[t].handles);
@@ -264,7 +292,8 @@ static void oo_usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: coffer-bench obj_open [--socket PATH] [--threads LIST] [--objects N]\n"
-	    "                             [--seconds S] [--phases open-close,loop] [--csv FILE]\n"
+	    "                             [--min-seconds S] [--seconds S]\n"
+	    "                             [--phases open-close,loop] [--csv FILE]\n"
 	    "\n"
 	    "obj_open ops/s through coffer's public API (DAOS daos_test IO47, made rigorous):\n"
 	    "  open        each thread opens N fresh ObjectIDs, handles kept open (timed)\n"
@@ -275,6 +304,8 @@ static void oo_usage(FILE *f)
 	    "                  default path of coffer-store\n"
 	    "  --threads LIST  default 1,2,4,8,16; pinned one per core (hwloc), more: flagged\n"
 	    "  --objects N     objects opened per thread in the open phase, default 100000\n"
+	    "  --min-seconds S repeat open and close (fresh ObjectIDs each pass) until they\n"
+	    "                  took S seconds together; rows sum the passes; default: once\n"
 	    "  --seconds S     length of the open-close loop, default 1\n"
 	    "  --phases LIST   open-close (the open then close phases), loop, default both\n"
 	    "  --csv FILE      append rows bench,impl,workload,threads,seconds,ops,mops,\n"
@@ -285,15 +316,20 @@ static void oo_usage(FILE *f)
 int coffer__bench_obj_open_main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"socket", required_argument, NULL, 'S'},  {"threads", required_argument, NULL, 't'},
-	    {"objects", required_argument, NULL, 'n'}, {"seconds", required_argument, NULL, 's'},
-	    {"phases", required_argument, NULL, 'P'},  {"csv", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 'S'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"objects", required_argument, NULL, 'n'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"phases", required_argument, NULL, 'P'},
+	    {"csv", required_argument, NULL, 'c'},
+	    {"min-seconds", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	unsigned int threads[BENCH_MAX_LIST] = {1, 2, 4, 8, 16};
 	int nthreads = 5, c, n, err, failed = 0;
 	struct oo_state st = {0};
-	double seconds = 1.0;
+	double seconds = 1.0, min_seconds = 0.0;
 	bool fixed = true, loop = true;
 	const char *csv = NULL;
 	char path[108];
@@ -320,6 +356,10 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 			break;
 		case 's':
 			if (bench_parse_seconds(optarg, &seconds))
+				goto bad;
+			break;
+		case 'm':
+			if (bench_parse_seconds(optarg, &min_seconds))
 				goto bad;
 			break;
 		case 'P':
@@ -365,10 +405,10 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	}
 	st.nonce = bench_now_ns() ^ ((uint64_t)getpid() << 32);
 	bench_print_machine(stdout);
-	printf("# obj_open: socket=%s objects/thread=%llu loop_seconds=%g\n", path,
-	       (unsigned long long)st.objects, seconds);
+	printf("# obj_open: socket=%s objects/thread=%llu min_seconds=%g loop_seconds=%g\n", path,
+	       (unsigned long long)st.objects, min_seconds, seconds);
 	for (n = 0; n < nthreads; n++)
-		if (!oo_one(&st, threads[n], seconds, fixed, loop))
+		if (!oo_one(&st, threads[n], seconds, min_seconds, fixed, loop))
 			failed++;
 	bench_csv_close();
 	err = coffer_disconnect(st.conn);

@@ -245,9 +245,11 @@ static bool cf_env_refused(const char *call, int err)
 	return true;
 }
 
+/* coffer_strerror(), less -EINVAL's pointer to coffer_env_check(): cf_env_refused() names
+ * a bad COFFER_* variable before any such message, so none is at fault by then. */
 static const char *cf_strerror(int err)
 {
-	return coffer_strerror(err);
+	return err == -EINVAL ? "invalid argument" : coffer_strerror(err);
 }
 
 static void cf_block_oid(const struct cf_file *cff, uint64_t offset, struct coffer_oid *oid)
@@ -434,8 +436,10 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
 		cf_strerror(err),
 		io_u->ddir == DDIR_READ && err == -ENOENT
-		    ? "; the block was never written (or was evicted): set coffer_prefill=1 to "
-		      "create missing blocks, or coffer_missing=zeros to read them as zeros"
+		    ? "; the block was never written, written with another block size (read "
+		      "with the bs it was written with), or evicted (give coffer-store a larger "
+		      "-m): set coffer_prefill=1 to create missing blocks, or "
+		      "coffer_missing=zeros to read them as zeros"
 		    : "");
 }
 
@@ -882,9 +886,9 @@ static void cf_drain(struct cf_data *cd, unsigned int missing)
 
 static const char *cf_socket_path(const struct cf_options *o)
 {
-	if (o->socket[0])
-		return o->socket;
-	return getenv("COFFER_SOCKET"); /* NULL: the runtime's default path */
+	/* NULL: the runtime's default path, $COFFER_SOCKET unless unset or empty (libcoffer's
+	 * rule; getenv()'s "" passed on would be coffer_connect()'s -EINVAL) */
+	return o->socket[0] ? o->socket : NULL;
 }
 
 static int cf_init(struct thread_data *td)

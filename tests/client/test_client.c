@@ -2895,6 +2895,12 @@ static void test_read_oid(void **state)
 	assert_int_equal(sz, 1000);
 	/* missing and unsealed objects are not in the index */
 	assert_int_equal(coffer_obj_read_oid(cr, &missing, 0, buf, 10, NULL), -EAGAIN);
+	/* its text names every meaning -EAGAIN has (store.h): an index miss (use a get), a
+	 * full channel, the reservation limit; not only "channel full" */
+	assert_non_null(strstr(coffer_strerror(-EAGAIN), "object index"));
+	assert_non_null(strstr(coffer_strerror(-EAGAIN), "get"));
+	assert_non_null(strstr(coffer_strerror(-EAGAIN), "channel full"));
+	assert_non_null(strstr(coffer_strerror(-EAGAIN), "reservations"));
 	assert_int_equal(coffer_obj_create_oid(c, &b, 64, 0, &wr, NULL), 0);
 	fill(wr, 64, 2);
 	assert_int_equal(coffer_obj_read_oid(cr, &b, 0, buf, 64, NULL), -EAGAIN);

@@ -14,7 +14,8 @@
 #   env           a bad COFFER_* variable fails the job with a line that leads with the
 #                 variable and its value (before: "cannot connect to coffer-store at ...");
 #                 COFFER_HHASH_LOCKS_LOG2 above the bucket count says so, not "not a
-#                 decimal number in its range"
+#                 decimal number in its range"; an empty COFFER_SOCKET means the default
+#                 path, as for libcoffer (before: "cannot connect ... at : invalid argument")
 #   verify-fork   perf/fio/jobs/verify.fio (numjobs 2, crc32c, write then read back) passes
 #                 in fio's default fork mode; every block was read back and checked
 #   verify-thread the same with --thread
@@ -23,7 +24,8 @@
 #   depth         the randrw job (perf/fio/jobs/randrw.fio, shortened) reaches an I/O depth
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
 #   missing       a read of a never-written block fails with ENOENT by default (its line
-#                 names the fix: coffer_prefill=1 or coffer_missing=zeros), returns zeros
+#                 names the fix: coffer_prefill=1 or coffer_missing=zeros, and the other
+#                 causes: a read bs unlike the written one, eviction), returns zeros
 #                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
@@ -218,6 +220,19 @@ case_env() {
 	COFFER_HHASH_LOCKS_LOG2=20 fails_saying "$work/e2.log" \
 		'^fio: coffer: environment variable COFFER_HHASH_LOCKS_LOG2="20" is above COFFER_HHASH_BUCKETS_LOG2 (18, the default): more lock stripes than hash buckets' \
 		--coffer_socket="$sock" --name=e --rw=write --bs=4k --size=64k
+	# An empty COFFER_SOCKET is unset, as for libcoffer and coffer-store: the default path
+	# ($XDG_RUNTIME_DIR/coffer.sock, here a link to the store). Before, the engine passed ""
+	# to coffer_connect(): "cannot connect to coffer-store at : invalid argument (...)".
+	mkdir -p "$work/xdg" "$work/nostore"
+	ln -s "$sock" "$work/xdg/coffer.sock"
+	COFFER_SOCKET='' XDG_RUNTIME_DIR=$work/xdg fio_engine --name=s --rw=write --bs=4k \
+		--size=64k >"$work/e3.log" 2>&1 || fail "COFFER_SOCKET='': $(cat "$work/e3.log")"
+	# no store at the default path: the line names that path, and no variable (nothing
+	# points at coffer_env_check() when no variable is at fault)
+	COFFER_SOCKET='' XDG_RUNTIME_DIR=$work/nostore fails_saying "$work/e4.log" \
+		"^fio: coffer: cannot connect to coffer-store at $work/nostore/coffer.sock: " \
+		--name=s --rw=write --bs=4k --size=64k
+	grep -q 'coffer_env_check' "$work/e4.log" && fail "points at a variable: $(cat "$work/e4.log")"
 	say "$(grep -m1 'fio: coffer:' "$work/e2.log")"
 }
 
@@ -314,6 +329,13 @@ case_missing() {
 		--bs=4k --size=1m --iodepth=8 --output-format=json --output="$work/m1.json"
 	[ "$(jq '.jobs[0].error' "$work/m1.json")" -eq 2 ] ||
 		fail "expected ENOENT (2), got $(jq '.jobs[0].error' "$work/m1.json")"
+	# blocks written with bs=8k, read with bs=4k (one object per block): the line also names
+	# the block size and eviction (a larger -m), not only "never written"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=bs8k --name=w --rw=write --bs=8k \
+		--size=1m >"$work/w8.log" 2>&1 || fail "bs=8k write: $(cat "$work/w8.log")"
+	fails_saying "$work/m3.log" \
+		"coffer: read of .* failed: .*never written.*another block size.*evicted.*coffer-store.*larger -m.*coffer_prefill=1 .*coffer_missing=zeros" \
+		--coffer_socket="$sock" --coffer_namespace=bs8k --name=w --rw=read --bs=4k --size=1m
 	# coffer_missing=zeros: such reads return zeros. verify_only skips the writes of a write
 	# job and reads every block back against the pattern, here all zeros.
 	fio_engine --coffer_socket="$sock" --coffer_namespace=missing --coffer_missing=zeros \
