@@ -900,9 +900,8 @@ static uint64_t index_span(const struct index_hit *hit, uint64_t offset, uint64_
  * here (volatile: not turned back into an intercepted memcpy), the writes into the caller's
  * buffer still go through an instrumented memcpy. TSan builds only.
  */
-__attribute__((no_sanitize("thread"))) static void index_bytes_racy(unsigned char *dst,
-								    const unsigned char *src,
-								    size_t n)
+__attribute__((no_sanitize("thread"))) static void
+index_bytes_racy(unsigned char *dst, const unsigned char *src, size_t n)
 {
 	const volatile unsigned char *v = src;
 

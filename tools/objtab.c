@@ -695,6 +695,35 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 
 /* ---- operations ---- */
 
+/* CREATE's rules for an ID (PUT's too): a sealed version is replaced only with REPLACE,
+ * and never while another version of it is still being written. 0 or -EEXIST. */
+static int create_allowed(const struct entry *e, unsigned int flags)
+{
+	if (e != NULL && e->cur != NULL) {
+		if (!(flags & COFFER_CREATE_REPLACE) || e->cur->state != ST_SEALED ||
+		    e->shadow != NULL)
+			return -EEXIST;
+	} else if (e != NULL && e->shadow != NULL) {
+		return -EEXIST; /* cannot happen: a shadow is promoted when cur leaves */
+	}
+	return 0;
+}
+
+/* A fresh record @o of entry @e: @size bytes in @blk (NULL for 0 bytes), on no list, in no
+ * index slot; the caller sets its state. */
+static void obj_init(struct obj *o, struct entry *e, uint64_t size, struct coffer__ablk *blk)
+{
+	coffer__dl_init(&o->lru);
+	coffer__dl_init(&o->olink);
+	coffer__dl_init(&o->clink);
+	coffer__dl_init(&o->holders);
+	o->islot = 0;
+	o->e = e;
+	o->size = size;
+	o->blk = blk;
+	o->off = blk != NULL ? blk->off : 0;
+}
+
 static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,
 		     uint64_t h, struct coffer_rep *rep)
 {
@@ -703,13 +732,9 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 	struct obj *o;
 	int rc;
 
-	if (e != NULL && e->cur != NULL) {
-		if (!(req->flags & COFFER_CREATE_REPLACE) || e->cur->state != ST_SEALED ||
-		    e->shadow != NULL)
-			return -EEXIST;
-	} else if (e != NULL && e->shadow != NULL) {
-		return -EEXIST; /* cannot happen: a shadow is promoted when cur leaves */
-	}
+	rc = create_allowed(e, req->flags);
+	if (rc != 0)
+		return rc;
 	if (req->size > ot->arena.capacity)
 		return -E2BIG;
 	/* 0-byte objects take no arena space; the object count bounds the store's own
@@ -735,16 +760,8 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 		pool_put(&ot->objs, o);
 		return -ENOMEM;
 	}
-	coffer__dl_init(&o->lru);
-	coffer__dl_init(&o->olink);
-	coffer__dl_init(&o->clink);
-	coffer__dl_init(&o->holders);
-	o->islot = 0;
-	o->e = e;
+	obj_init(o, e, req->size, blk);
 	o->state = ST_CREATED;
-	o->size = req->size;
-	o->blk = blk;
-	o->off = blk != NULL ? blk->off : 0;
 	o->creator = ow;
 	ot->ncreated++;
 	if (e->cur != NULL) {
@@ -950,20 +967,15 @@ static int op_put(struct coffer__ot *ot, struct coffer__owner *ow, const struct 
 	struct resv *r = resv_find(ot, req->offset);
 	struct entry *e = entry_find(ot, req->oid, h);
 	struct obj *o;
+	int rc;
 
 	if (r == NULL || r->owner != ow)
 		return -ENOENT;
 	if (req->size == 0 || req->size > r->size)
 		return -EINVAL;
-	/* the rules of CREATE: a sealed version is replaced only with REPLACE, and never
-	 * while another replacement (or the first version) is still being written */
-	if (e != NULL && e->cur != NULL) {
-		if (!(req->flags & COFFER_CREATE_REPLACE) || e->cur->state != ST_SEALED ||
-		    e->shadow != NULL)
-			return -EEXIST;
-	} else if (e != NULL && e->shadow != NULL) {
-		return -EEXIST;
-	}
+	rc = create_allowed(e, req->flags);
+	if (rc != 0)
+		return rc;
 	o = pool_get(&ot->objs, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
@@ -972,14 +984,7 @@ static int op_put(struct coffer__ot *ot, struct coffer__owner *ow, const struct 
 		pool_put(&ot->objs, o);
 		return -ENOMEM;
 	}
-	coffer__dl_init(&o->lru);
-	coffer__dl_init(&o->olink);
-	coffer__dl_init(&o->clink);
-	coffer__dl_init(&o->holders);
-	o->e = e;
-	o->size = req->size;
-	o->blk = r->blk;
-	o->off = r->blk->off;
+	obj_init(o, e, req->size, r->blk);
 	resv_drop(ot, r, true);
 	seal_as_cur(ot, e, o);
 	return 0;

@@ -52,28 +52,32 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 
 static uint64_t tags;
 
-/* Execute one request; return its status, or 1 when it waits. */
-static int ex(struct coffer__ot *ot, struct coffer__owner *ow, uint16_t op, uint8_t id,
-	      uint64_t size, unsigned int flags, int64_t timeout, struct coffer_rep *out)
+/* Execute @r (given a fresh tag here); return its status, or 1 when it waits. */
+static int ex_req(struct coffer__ot *ot, struct coffer__owner *ow, struct coffer_req *r,
+		  struct coffer_rep *out)
 {
-	struct coffer_req r;
 	struct coffer_rep rep;
 
-	memset(&r, 0, sizeof(r));
-	r.tag = ++tags;
-	r.op = op;
-	r.oid[0] = id;
-	r.size = size;
-	r.flags = (uint16_t)flags;
-	r.timeout_us = timeout;
-	assert_int_equal(coffer__req_check(&r), 0);
-	if (coffer__ot_exec(ot, ow, &r, 0, &rep) == 0)
+	r->tag = ++tags;
+	assert_int_equal(coffer__req_check(r), 0);
+	if (coffer__ot_exec(ot, ow, r, 0, &rep) == 0)
 		return 1;
-	assert_int_equal(rep.tag, r.tag);
+	assert_int_equal(rep.tag, r->tag);
 	assert_int_equal(coffer__ot_check(ot), 0);
 	if (out != NULL)
 		*out = rep;
 	return rep.status;
+}
+
+/* Execute one request; return its status, or 1 when it waits. */
+static int ex(struct coffer__ot *ot, struct coffer__owner *ow, uint16_t op, uint8_t id,
+	      uint64_t size, unsigned int flags, int64_t timeout, struct coffer_rep *out)
+{
+	struct coffer_req r = {
+	    .op = op, .size = size, .flags = (uint16_t)flags, .timeout_us = timeout};
+
+	r.oid[0] = id;
+	return ex_req(ot, ow, &r, out);
 }
 
 static void empty_at_end(struct coffer__ot *ot)
@@ -337,27 +341,17 @@ static void test_index_follows_table(void **state)
 }
 
 /* A RESERVE, PUT or UNRESERVE (protocol v5): @off is the reservation's offset; RESERVE
- * and UNRESERVE carry the all-zero ObjectID (@id 0). */
+ * and UNRESERVE carry the all-zero ObjectID (@id 0). Never waits. */
 static int exr(struct coffer__ot *ot, struct coffer__owner *ow, uint16_t op, uint8_t id,
 	       uint64_t size, unsigned int flags, uint64_t off, struct coffer_rep *out)
 {
-	struct coffer_req r;
-	struct coffer_rep rep;
+	struct coffer_req r = {.op = op, .size = size, .flags = (uint16_t)flags, .offset = off};
+	int rc;
 
-	memset(&r, 0, sizeof(r));
-	r.tag = ++tags;
-	r.op = op;
 	r.oid[0] = id;
-	r.size = size;
-	r.flags = (uint16_t)flags;
-	r.offset = off;
-	assert_int_equal(coffer__req_check(&r), 0);
-	assert_int_equal(coffer__ot_exec(ot, ow, &r, 0, &rep), 1);
-	assert_int_equal(rep.tag, r.tag);
-	assert_int_equal(coffer__ot_check(ot), 0);
-	if (out != NULL)
-		*out = rep;
-	return rep.status;
+	rc = ex_req(ot, ow, &r, out);
+	assert_int_not_equal(rc, 1);
+	return rc;
 }
 
 /* Reservations: only their owner can put or give them back; a put seals at once (no
