@@ -387,14 +387,45 @@ static struct cf_op *cf_rop_get(struct cf_data *cd)
 	return &r->op;
 }
 
-/* Launch reserves, in batches of up to CF_RESV_BATCH on one event each, while the pool (with
- * those in flight) is below half of resv_max, up to resv_max. */
-static void cf_resv_refill(struct cf_data *cd)
+/*
+ * Blocks the job may still write in this run: what fio itself stops at (io_bytes_exceeded():
+ * io_size or size, times loops, against the bytes issued, reads included for a read/write
+ * mix) over the write block size; UINT_MAX when time_based (no end known).
+ */
+static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data *cd)
 {
-	if (cd->nr_resv + cd->resv_inflight > cd->resv_max / 2)
+	uint64_t limit = td->o.io_size ? td->o.io_size : td->o.size, done;
+
+	if (td->o.time_based)
+		return UINT_MAX;
+	limit *= td->loops;
+	done = td->io_issue_bytes[DDIR_WRITE];
+	if (td_rw(td))
+		done += td->io_issue_bytes[DDIR_READ];
+	if (done >= limit)
+		return 0;
+	limit = (limit - done + cd->resv_bytes - 1) / cd->resv_bytes;
+	return limit < UINT_MAX ? (unsigned int)limit : UINT_MAX;
+}
+
+/*
+ * Launch reserves, in batches of up to CF_RESV_BATCH on one event each, while the pool (with
+ * those in flight) is below half of resv_max, up to resv_max - and never more than the job
+ * may still write: reserved blocks are not evictable and a reserve evicts like a create, so
+ * blocks reserved beyond the last write would push the job's own sealed data out of a store
+ * that holds all of it when every write is a create and a seal (tests/fio put-fits).
+ */
+static void cf_resv_refill(struct thread_data *td, struct cf_data *cd)
+{
+	unsigned int want = cd->resv_max, left;
+
+	if (cd->resv_max == 0 || cd->nr_resv + cd->resv_inflight > cd->resv_max / 2)
 		return;
-	while (cd->nr_resv + cd->resv_inflight < cd->resv_max) {
-		unsigned int n = cd->resv_max - cd->nr_resv - cd->resv_inflight;
+	left = cf_writes_left(td, cd);
+	if (want > left)
+		want = left;
+	while (cd->nr_resv + cd->resv_inflight < want) {
+		unsigned int n = want - cd->nr_resv - cd->resv_inflight;
 		struct cf_op *op = cf_rop_get(cd);
 		struct cf_rop *r = (struct cf_rop *)op;
 		int rc;
@@ -1148,7 +1179,7 @@ static int cf_commit(struct thread_data *td)
 	int rc;
 
 	cf_pend_flush(cd);
-	cf_resv_refill(cd);
+	cf_resv_refill(td, cd);
 	rc = coffer_flush(cd->conn);
 	if (cd->nr_queued) {
 		if (fio_fill_issue_time(td)) {

@@ -600,7 +600,8 @@ static void test_reserve_random(void **state)
 				assert_int_equal(ex(ot, r, COFFER_OP_GET, id, 0, 0, 0, &rep), 0);
 				(void)off;
 				assert_int_equal(rep.size, size);
-				assert_int_equal(ex(ot, r, COFFER_OP_RELEASE, id, 0, 0, 0, NULL), 0);
+				assert_int_equal(ex(ot, r, COFFER_OP_RELEASE, id, 0, 0, 0, NULL),
+						 0);
 			}
 			break;
 		}
@@ -620,7 +621,8 @@ static void test_reserve_random(void **state)
 						     rv[c][j].off, NULL),
 						 -EINVAL);
 				assert_int_equal(
-				    exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0, rv[c][j].off, NULL), 0);
+				    exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0, rv[c][j].off, NULL),
+				    0);
 				assert_int_equal(
 				    exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0, rv[c][j].off, NULL),
 				    -ENOENT);
