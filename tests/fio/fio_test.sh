@@ -67,7 +67,8 @@
 #                 seal (7 MiB in an 8 MiB store, iodepth 16, bs 64k) passes with coffer_put=1
 #                 as well; before, the pool of reserved blocks (up to 2 x iodepth, idle at the
 #                 end of the writes) evicted the job's own first blocks and verify failed
-#                 with ENOENT
+#                 with ENOENT; a time-based randrw over prefilled 6 MiB there (no last write
+#                 to stop reserving at) as well: before, its pool evicted blocks it then read
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
 # COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
@@ -684,7 +685,19 @@ case_put_fits() {
 		no_crash "$rc" "$work/f$put.log"
 		[ "$rc" -eq 0 ] || fail "coffer_put=$put: 7 MiB written in an 8 MiB store did not verify: $(head -c 2000 "$work/f$put.log")"
 	done
-	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put"
+	# a job with no end (time_based) over prefilled blocks, reads and writes mixed: 6 MiB
+	# and 16 writes of 64k in flight leave room for 16 reserved blocks, not 32
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fitt$put" --name=t \
+			--rw=randrw --bs=64k --size=6m --iodepth=16 --coffer_prefill=1 \
+			--time_based=1 --runtime=1 --coffer_put="$put" --verify=crc32c \
+			--verify_fatal=1 --output-format=json --output="$work/t$put.json" \
+			>"$work/t$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/t$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: time-based randrw over 6 MiB in an 8 MiB store did not verify: $(head -c 2000 "$work/t$put.log")"
+	done
+	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put; so is a time-based randrw over 6 MiB"
 }
 
 case "$case_name" in
