@@ -68,7 +68,9 @@
 #                 as well; before, the pool of reserved blocks (up to 2 x iodepth, idle at the
 #                 end of the writes) evicted the job's own first blocks and verify failed
 #                 with ENOENT; a time-based randrw over prefilled 6 MiB there (no last write
-#                 to stop reserving at) as well: before, its pool evicted blocks it then read
+#                 to stop reserving at) as well: before, its pool evicted blocks it then read;
+#                 and a randrw over 16 MiB there runs (before: its pool of 128 reserved
+#                 blocks pinned the whole arena and the first writes, creates, got ENOMEM)
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
 # COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
@@ -697,7 +699,18 @@ case_put_fits() {
 		no_crash "$rc" "$work/t$put.log"
 		[ "$rc" -eq 0 ] || fail "coffer_put=$put: time-based randrw over 6 MiB in an 8 MiB store did not verify: $(head -c 2000 "$work/t$put.log")"
 	done
-	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put; so is a time-based randrw over 6 MiB"
+	# a job twice the store's size (a cache that evicts its own blocks; missing ones read as
+	# zeros): 64 writes of 64k in flight must stay possible by create, whatever is reserved
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fito$put" --name=o \
+			--rw=randrw --bs=64k --size=16m --iodepth=64 --coffer_missing=zeros \
+			--time_based=1 --runtime=1 --coffer_put="$put" --output-format=json \
+			--output="$work/o$put.json" >"$work/o$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/o$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: randrw over 16 MiB in an 8 MiB store failed: $(head -c 2000 "$work/o$put.log")"
+	done
+	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put; so is a time-based randrw over 6 MiB; one over 16 MiB runs without -ENOMEM"
 }
 
 case "$case_name" in
