@@ -415,7 +415,7 @@ static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data 
  * block per I/O in flight. The pool comes on top of both and is not evictable, so a larger
  * one evicts the job's own sealed blocks (a read of a block written earlier then fails with
  * ENOENT) where create + seal fits (tests/fio put-fits). Other clients' data is not counted:
- * the store is a cache for them; nor is a job that create + seal does not fit either.
+ * the store is a cache for them.
  */
 static void cf_resv_fit(struct thread_data *td, struct cf_data *cd)
 {
@@ -426,9 +426,12 @@ static void cf_resv_fit(struct thread_data *td, struct cf_data *cd)
 	if (coffer_store_query(cd->conn, &info) < 0)
 		return; /* the reserves say what is wrong */
 	need = td->o.size + (uint64_t)cd->depth * cd->resv_bytes;
+	/* A job larger than the store evicts its own blocks whatever the write path; there the
+	 * pool must still leave one block per write in flight (a create when the pool is empty)
+	 * that is not pinned: else the first creates fail with -ENOMEM. */
 	if (need > info.capacity_bytes)
-		return; /* create + seal evicts the job's blocks too: the pool changes nothing */
-	room = (info.capacity_bytes - need) / cd->resv_bytes;
+		need = (uint64_t)cd->depth * cd->resv_bytes;
+	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / cd->resv_bytes : 0;
 	if (room < cd->resv_max)
 		cd->resv_max = (unsigned int)room;
 }
