@@ -217,8 +217,9 @@ struct cf_data {
 	struct cf_op *rel_all;	      /* every release event, through ->chain */
 	void **resv;		      /* reserved blocks, ready for a write's put */
 	unsigned int nr_resv;	      /* entries in resv[] */
-	unsigned int resv_max;	      /* size of resv[]; 0: writes create and seal */
+	unsigned int resv_max;	      /* most blocks pooled + reserving; 0: create and seal */
 	unsigned int resv_inflight;   /* reserves launched and not answered */
+	bool resv_sized;	      /* resv_max fitted to the store (cf_resv_fit()) */
 	uint64_t resv_bytes;	      /* size of each reserved block (the job's write bs) */
 	struct cf_op *rop_free;	      /* idle reserve events */
 	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
@@ -387,14 +388,76 @@ static struct cf_op *cf_rop_get(struct cf_data *cd)
 	return &r->op;
 }
 
-/* Launch reserves, in batches of up to CF_RESV_BATCH on one event each, while the pool (with
- * those in flight) is below half of resv_max, up to resv_max. */
-static void cf_resv_refill(struct cf_data *cd)
+/*
+ * Blocks the job may still write in this run: what fio itself stops at (io_bytes_exceeded():
+ * io_size or size, times loops, against the bytes issued, reads included for a read/write
+ * mix) over the write block size; UINT_MAX when time_based (no end known).
+ */
+static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data *cd)
 {
-	if (cd->nr_resv + cd->resv_inflight > cd->resv_max / 2)
+	uint64_t limit = td->o.io_size ? td->o.io_size : td->o.size, done;
+
+	if (td->o.time_based)
+		return UINT_MAX;
+	limit *= td->loops;
+	done = td->io_issue_bytes[DDIR_WRITE];
+	if (td_rw(td))
+		done += td->io_issue_bytes[DDIR_READ];
+	if (done >= limit)
+		return 0;
+	limit = (limit - done + cd->resv_bytes - 1) / cd->resv_bytes;
+	return limit < UINT_MAX ? (unsigned int)limit : UINT_MAX;
+}
+
+/*
+ * Once, at the first refill (the job's size is known by then): lower resv_max to the blocks
+ * the store holds beyond what create + seal would pin at most - the job's data and one
+ * block per I/O in flight. The pool comes on top of both and is not evictable, so a larger
+ * one evicts the job's own sealed blocks (a read of a block written earlier then fails with
+ * ENOENT) where create + seal fits (tests/fio put-fits). Other clients' data is not counted:
+ * the store is a cache for them.
+ */
+static void cf_resv_fit(struct thread_data *td, struct cf_data *cd)
+{
+	struct coffer_store_info info;
+	uint64_t need, room;
+
+	cd->resv_sized = true;
+	if (coffer_store_query(cd->conn, &info) < 0)
+		return; /* the reserves say what is wrong */
+	need = td->o.size + (uint64_t)cd->depth * cd->resv_bytes;
+	/* A job larger than the store evicts its own blocks whatever the write path; there the
+	 * pool must still leave one block per write in flight (a create when the pool is empty)
+	 * that is not pinned: else the first creates fail with -ENOMEM. */
+	if (need > info.capacity_bytes)
+		need = (uint64_t)cd->depth * cd->resv_bytes;
+	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / cd->resv_bytes : 0;
+	if (room < cd->resv_max)
+		cd->resv_max = (unsigned int)room;
+}
+
+/*
+ * Launch reserves, in batches of up to CF_RESV_BATCH on one event each, while the pool (with
+ * those in flight) is below half of resv_max, up to resv_max - and never more than the job
+ * may still write: reserved blocks are not evictable and a reserve evicts like a create, so
+ * blocks reserved beyond the last write would push the job's own sealed data out of a store
+ * that holds all of it when every write is a create and a seal (tests/fio put-fits).
+ */
+static void cf_resv_refill(struct thread_data *td, struct cf_data *cd)
+{
+	unsigned int want = cd->resv_max, left;
+
+	if (cd->resv_max && !cd->resv_sized) {
+		cf_resv_fit(td, cd);
+		want = cd->resv_max;
+	}
+	if (cd->resv_max == 0 || cd->nr_resv + cd->resv_inflight > cd->resv_max / 2)
 		return;
-	while (cd->nr_resv + cd->resv_inflight < cd->resv_max) {
-		unsigned int n = cd->resv_max - cd->nr_resv - cd->resv_inflight;
+	left = cf_writes_left(td, cd);
+	if (want > left)
+		want = left;
+	while (cd->nr_resv + cd->resv_inflight < want) {
+		unsigned int n = want - cd->nr_resv - cd->resv_inflight;
 		struct cf_op *op = cf_rop_get(cd);
 		struct cf_rop *r = (struct cf_rop *)op;
 		int rc;
@@ -1148,7 +1211,7 @@ static int cf_commit(struct thread_data *td)
 	int rc;
 
 	cf_pend_flush(cd);
-	cf_resv_refill(cd);
+	cf_resv_refill(td, cd);
 	rc = coffer_flush(cd->conn);
 	if (cd->nr_queued) {
 		if (fio_fill_issue_time(td)) {

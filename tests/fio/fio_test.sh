@@ -63,6 +63,14 @@
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
 #   prefill-creator-dies  the client holding a block the prefill waits for is killed: the
 #                 prefill creates the block soon after; before, it waited out a 5 s get first
+#   put-fits      a write + verify job whose data fits the store when written by create +
+#                 seal (7 MiB in an 8 MiB store, iodepth 16, bs 64k) passes with coffer_put=1
+#                 as well; before, the pool of reserved blocks (up to 2 x iodepth, idle at the
+#                 end of the writes) evicted the job's own first blocks and verify failed
+#                 with ENOENT; a time-based randrw over prefilled 6 MiB there (no last write
+#                 to stop reserving at) as well: before, its pool evicted blocks it then read;
+#                 and a randrw over 16 MiB there runs (before: its pool of 128 reserved
+#                 blocks pinned the whole arena and the first writes, creates, got ENOMEM)
 #
 # Environment (set by tests/fio/meson.build): COFFER_STORE (coffer-store binary),
 # COFFER_FIO_ENGINE (the module), COFFER_FIO_JOBS (perf/fio/jobs), COFFER_FIO_BLOCK
@@ -664,8 +672,50 @@ case_deep_verify() {
 	say "randrw at iodepth 1024 with verify=crc32c passes, with and without the object index, writing by put and by create + seal"
 }
 
+# Reserved blocks are not evictable and a reserve evicts like a create: blocks reserved ahead
+# beyond what the job still writes would push its own sealed data out of a store that holds
+# all of it when every write is a create and a seal.
+case_put_fits() {
+	local rc put
+	start_store 8M
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fits$put" --name=f \
+			--rw=write --bs=64k --size=7m --iodepth=16 --coffer_put="$put" \
+			--verify=crc32c --verify_fatal=1 --output-format=json \
+			--output="$work/f$put.json" >"$work/f$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/f$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: 7 MiB written in an 8 MiB store did not verify: $(head -c 2000 "$work/f$put.log")"
+	done
+	# a job with no end (time_based) over prefilled blocks, reads and writes mixed: 6 MiB
+	# and 16 writes of 64k in flight leave room for 16 reserved blocks, not 32
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fitt$put" --name=t \
+			--rw=randrw --bs=64k --size=6m --iodepth=16 --coffer_prefill=1 \
+			--time_based=1 --runtime=1 --coffer_put="$put" --verify=crc32c \
+			--verify_fatal=1 --output-format=json --output="$work/t$put.json" \
+			>"$work/t$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/t$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: time-based randrw over 6 MiB in an 8 MiB store did not verify: $(head -c 2000 "$work/t$put.log")"
+	done
+	# a job twice the store's size (a cache that evicts its own blocks; missing ones read as
+	# zeros): 64 writes of 64k in flight must stay possible by create, whatever is reserved
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fito$put" --name=o \
+			--rw=randrw --bs=64k --size=16m --iodepth=64 --coffer_missing=zeros \
+			--time_based=1 --runtime=1 --coffer_put="$put" --output-format=json \
+			--output="$work/o$put.json" >"$work/o$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/o$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: randrw over 16 MiB in an 8 MiB store failed: $(head -c 2000 "$work/o$put.log")"
+	done
+	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put; so is a time-based randrw over 6 MiB; one over 16 MiB runs without -ENOMEM"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+put-fits) case_put_fits ;;
 deep-verify) case_deep_verify ;;
 prefill-align) case_prefill_align ;;
 trim-busy) case_trim_busy ;;
@@ -689,7 +739,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|deep-verify|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|deep-verify|put-fits|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac

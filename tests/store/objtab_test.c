@@ -482,6 +482,172 @@ static void test_reserve_limit(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* A random mix of every op (reservations among them) from three clients over four IDs and a
+ * small arena, one client going away now and then: after each request coffer__ot_check()
+ * holds, a put succeeds exactly when the model says the offset is the caller's reservation
+ * (and the ID's rules allow it), a failed put or unreserve leaves the reservation the
+ * caller's, and a successful put is read back at the reserved offset by another client. */
+#define RND_OWNERS 3u
+#define RND_RESV   64u
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+struct rnd_resv {
+	uint64_t off, size;
+};
+
+static void test_reserve_random(void **state)
+{
+	struct coffer__owner ow[RND_OWNERS];
+	struct rnd_resv rv[RND_OWNERS][RND_RESV];
+	unsigned int nrv[RND_OWNERS] = {0};
+	unsigned int puts = 0, nomem = 0;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+
+	(void)state;
+	ot_new(&ot);
+	for (unsigned int i = 0; i < RND_OWNERS; i++)
+		coffer__ot_owner_init(&ow[i]);
+	for (unsigned int step = 0; step < 200000; step++) {
+		unsigned int c = (unsigned int)(rnd() % RND_OWNERS), k = (unsigned int)(rnd() % 12);
+		uint8_t id = (uint8_t)(1 + rnd() % 4);
+		struct coffer__owner *o = &ow[c];
+		struct coffer_rep rep;
+		int rc;
+
+		switch (k) {
+		case 0:
+			(void)ex(ot, o, COFFER_OP_CREATE, id, 1 + rnd() % (CAP / 8),
+				 (unsigned int)(rnd() & 1), 0, NULL);
+			break;
+		case 1:
+			(void)ex(ot, o, COFFER_OP_SEAL, id, 0, (unsigned int)(rnd() & 1), 0, NULL);
+			break;
+		case 2:
+			(void)ex(ot, o, COFFER_OP_ABORT, id, 0, 0, 0, NULL);
+			break;
+		case 3:
+			(void)ex(ot, o, COFFER_OP_GET, id, 0, 0, 0, NULL);
+			break;
+		case 4:
+			(void)ex(ot, o, COFFER_OP_RELEASE, id, 0, 0, 0, NULL);
+			break;
+		case 5:
+			(void)ex(ot, o, COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+			break;
+		case 6:
+		case 7: {
+			uint64_t size = 1 + rnd() % (CAP / 8);
+
+			rc = exr(ot, o, COFFER_OP_RESERVE, 0, size, 0, 0, &rep);
+			if (rc == 0) {
+				assert_true(nrv[c] < RND_RESV);
+				rv[c][nrv[c]++] = (struct rnd_resv){rep.offset, size};
+				if (nrv[c] == RND_RESV) { /* keep the model small */
+					nrv[c]--;
+					assert_int_equal(exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0,
+							     rv[c][nrv[c]].off, NULL),
+							 0);
+				}
+			} else {
+				assert_int_equal(rc, -ENOMEM);
+				nomem++;
+			}
+			break;
+		}
+		case 8:
+		case 9: {
+			/* a put of a random reservation: usually the caller's, else another's */
+			unsigned int who = (rnd() % 4) == 0 ? (c + 1) % RND_OWNERS : c;
+			unsigned int flags = (unsigned int)(rnd() & 1);
+			unsigned int j;
+			uint64_t size;
+
+			if (nrv[who] == 0)
+				break;
+			j = (unsigned int)(rnd() % nrv[who]);
+			size = 1 + rnd() % rv[who][j].size;
+			rc = exr(ot, o, COFFER_OP_PUT, id, size, flags, rv[who][j].off, &rep);
+			if (who != c) {
+				assert_int_equal(rc, -ENOENT);
+				break;
+			}
+			if (rc != 0) {
+				assert_int_equal(rc, -EEXIST);
+				break;
+			}
+			rv[c][j] = rv[c][--nrv[c]];
+			puts++;
+			{
+				struct coffer__owner *r = &ow[(c + 1) % RND_OWNERS];
+				uint64_t off = rep.offset;
+
+				assert_int_equal(ex(ot, r, COFFER_OP_GET, id, 0, 0, 0, &rep), 0);
+				(void)off;
+				assert_int_equal(rep.size, size);
+				assert_int_equal(ex(ot, r, COFFER_OP_RELEASE, id, 0, 0, 0, NULL),
+						 0);
+			}
+			break;
+		}
+		case 10:
+			if (nrv[c] != 0) {
+				unsigned int j = (unsigned int)(rnd() % nrv[c]);
+
+				/* an offset inside it, then the wrong size on put, then back */
+				assert_int_equal(exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0,
+						     rv[c][j].off + 1, NULL),
+						 -ENOENT);
+				if (rv[c][j].size > 64)
+					assert_int_equal(exr(ot, o, COFFER_OP_PUT, id, 1, 0,
+							     rv[c][j].off + 64, NULL),
+							 -ENOENT);
+				assert_int_equal(exr(ot, o, COFFER_OP_PUT, id, rv[c][j].size + 1, 0,
+						     rv[c][j].off, NULL),
+						 -EINVAL);
+				assert_int_equal(
+				    exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0, rv[c][j].off, NULL),
+				    0);
+				assert_int_equal(
+				    exr(ot, o, COFFER_OP_UNRESERVE, 0, 0, 0, rv[c][j].off, NULL),
+				    -ENOENT);
+				rv[c][j] = rv[c][--nrv[c]];
+			}
+			break;
+		default:
+			if (rnd() % 64 == 0) {
+				coffer__ot_owner_gone(ot, o);
+				assert_int_equal(coffer__ot_check(ot), 0);
+				coffer__ot_owner_init(o);
+				nrv[c] = 0;
+			}
+			break;
+		}
+		coffer__ot_stats(ot, &st);
+		assert_int_equal(st.reserved, nrv[0] + nrv[1] + nrv[2]);
+	}
+	/* the mix reached what it is for: puts, a full arena, evictions */
+	coffer__ot_stats(ot, &st);
+	print_message("puts %u, reserve -ENOMEM %u, evictions %llu\n", puts, nomem,
+		      (unsigned long long)st.evictions);
+	assert_true(puts > 1000 && nomem > 0 && st.evictions > 1000);
+	for (unsigned int i = 0; i < RND_OWNERS; i++)
+		coffer__ot_owner_gone(ot, &ow[i]);
+	for (uint8_t id = 1; id <= 4; id++)
+		(void)ex(ot, &ow[0], COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +658,7 @@ int main(void)
 	    cmocka_unit_test(test_index_follows_table),
 	    cmocka_unit_test(test_reserve_put),
 	    cmocka_unit_test(test_reserve_limit),
+	    cmocka_unit_test(test_reserve_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
