@@ -1108,6 +1108,8 @@ static int chan_get(coffer_handle_t connh, coffer_handle_t eqh, struct coffer__c
 	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
 		return -EINVAL;
 	for (int tries = 0; tries < 4; tries++) {
+		struct coffer_hhash *hh;
+		struct coffer_hlink *link;
 		struct coffer__conn *conn;
 		struct coffer__chan *ch;
 		int rc;
@@ -1131,10 +1133,19 @@ static int chan_get(coffer_handle_t connh, coffer_handle_t eqh, struct coffer__c
 			*chp = ch;
 			return 0;
 		}
-		coffer_hhash_addref(coffer_hhash_global(), &conn->link);
+		/* A counted reference for the open, taken on the handle hash this lookup used:
+		 * a racing last coffer_disconnect() may stop the runtime (coffer_fini() clears
+		 * the global hash and drains it), and the hash stays valid for the putref of a
+		 * reference held (coffer_hhash_destroy()). Get-unless-zero: a connection already
+		 * released is gone, not revived. */
+		hh = coffer_hhash_global();
+		if (!hh || coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) < 0) {
+			coffer__rcu_read_unlock();
+			return -ENOTCONN;
+		}
 		coffer__rcu_read_unlock();
-		rc = chan_open(conn, eqh);
-		coffer_hhash_putref(coffer_hhash_global(), &conn->link);
+		rc = link == &conn->link ? chan_open(conn, eqh) : -ENOTCONN;
+		coffer_hhash_putref(hh, link);
 		if (rc < 0)
 			return rc;
 	}

@@ -479,6 +479,35 @@ static void test_blocking_call_vs_disconnect(void **state)
 	}
 }
 
+/* As test_blocking_call_vs_disconnect, with the runtime started by coffer_connect() alone
+ * (no coffer_init() of the program's own): the last disconnect then also stops the runtime
+ * (coffer_fini()) while the other thread's first call opens its channel. Before the fix,
+ * that call read the global handle hash again after the fini had cleared it and crashed
+ * (found by adv11 with coffer_obj_reserve()). */
+static void test_first_call_vs_last_disconnect(void **state)
+{
+	(void)state;
+	assert_int_equal(coffer_fini(), 0); /* main's reference: connections own the runtime */
+	for (int i = 0; i < 150; i++) {
+		struct blocker b = {.which = 2};
+		pthread_t th;
+
+		guard("first calls racing the last coffer_disconnect");
+		assert_int_equal(coffer_connect(g_store.sock, &b.c), 0);
+		assert_int_equal(pthread_create(&th, NULL, blocking_call, &b), 0);
+		while (!atomic_load(&b.started))
+			sched_yield();
+		rel_sleep_us(i % 8 * 40);
+		assert_int_equal(coffer_disconnect(b.c), 0);
+		pthread_join(th, NULL);
+		/* -EINVAL: the call came after the runtime stopped (no connection handle can be
+		 * valid then) */
+		assert_true(b.rc == -ENOENT || b.rc == -ENOTCONN || b.rc == -EINVAL);
+		unguard();
+	}
+	assert_int_equal(coffer_init(), 0);
+}
+
 struct index_reader {
 	coffer_handle_t c;
 	struct coffer_oid oid;
@@ -742,6 +771,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dead_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_read_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timed_out_connection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_first_call_vs_last_disconnect, setup, teardown),
 	};
 	int rc;
 
