@@ -1196,6 +1196,8 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_QUEUED;
 	}
 	if (rc < 0) {
+		if (req->op.stage == CF_W_PUT)
+			cf_resv_back(cd, req->wdata); /* the put never went out: still reserved */
 		req->op.stage = CF_IDLE;
 		cf_log_io_error(cd, io_u, rc);
 		io_u->error = (unsigned int)-rc;
