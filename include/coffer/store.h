@@ -228,9 +228,11 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    0 means launched: the result is in ev->ev_error when the event completes on its EQ
  *    (coffer_eq_poll() or coffer_event_test(); outputs are written before that and must
  *    stay valid until then). A negative return means the event was NOT launched and
- *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: poll the EQ,
- *    then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised event, or a parent
- *    event one of whose children is not launched yet).
+ *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: 512 requests
+ *    in flight, or fewer when the store caps its rings (max_ring_entries); a bulk call needs
+ *    one slot per request; poll the EQ, then retry), -EBUSY (the event is not READY),
+ *    -EINVAL (uninitialised event, or a parent event one of whose children is not launched
+ *    yet).
  *  - Requests queued on an EQ's channel are published to the store as one batch when
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung
@@ -646,6 +648,9 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
  *        be reserved (set by the time the call or its event completes).
  * @ev: NULL (blocking) or an event; it completes when every block has its answer.
  *
+ * Each block takes @size rounded up to 64 bytes of arena (2 MiB-aligned from 2 MiB on, as
+ * any object); the store's used_bytes counts reserved blocks, and QUERY does not report
+ * them apart (coffer_store_info has no field for them).
  * A create without the ID: reserve blocks ahead of time (no reference, no object, nothing a
  * get can see), write one, and put it under its ID when the data is there: a write then
  * costs one request on its critical path instead of a create and a seal, and a pool of
