@@ -675,41 +675,34 @@ case_deep_verify() {
 # Reserved blocks are not evictable and a reserve evicts like a create: blocks reserved ahead
 # beyond what the job still writes would push its own sealed data out of a store that holds
 # all of it when every write is a create and a seal.
-case_put_fits() {
-	local rc put
-	start_store 8M
+# fits_run TAG WHAT FIO-ARGS...: the job runs with coffer_put=0 and =1 against the store
+# already started, and must succeed both times (WHAT says what failed).
+fits_run() {
+	local tag=$1 what=$2 rc put
+	shift 2
 	for put in 0 1; do
-		fio_engine --coffer_socket="$sock" --coffer_namespace="fits$put" --name=f \
-			--rw=write --bs=64k --size=7m --iodepth=16 --coffer_put="$put" \
-			--verify=crc32c --verify_fatal=1 --output-format=json \
-			--output="$work/f$put.json" >"$work/f$put.log" 2>&1
+		fio_engine --coffer_socket="$sock" --coffer_namespace="$tag$put" --name="$tag" \
+			--coffer_put="$put" --output-format=json --output="$work/$tag$put.json" \
+			"$@" >"$work/$tag$put.log" 2>&1
 		rc=$?
-		no_crash "$rc" "$work/f$put.log"
-		[ "$rc" -eq 0 ] || fail "coffer_put=$put: 7 MiB written in an 8 MiB store did not verify: $(head -c 2000 "$work/f$put.log")"
+		no_crash "$rc" "$work/$tag$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put: $what: $(head -c 2000 "$work/$tag$put.log")"
 	done
+}
+
+case_put_fits() {
+	start_store 8M
+	fits_run fits "7 MiB written in an 8 MiB store did not verify" --rw=write --bs=64k \
+		--size=7m --iodepth=16 --verify=crc32c --verify_fatal=1
 	# a job with no end (time_based) over prefilled blocks, reads and writes mixed: 6 MiB
 	# and 16 writes of 64k in flight leave room for 16 reserved blocks, not 32
-	for put in 0 1; do
-		fio_engine --coffer_socket="$sock" --coffer_namespace="fitt$put" --name=t \
-			--rw=randrw --bs=64k --size=6m --iodepth=16 --coffer_prefill=1 \
-			--time_based=1 --runtime=1 --coffer_put="$put" --verify=crc32c \
-			--verify_fatal=1 --output-format=json --output="$work/t$put.json" \
-			>"$work/t$put.log" 2>&1
-		rc=$?
-		no_crash "$rc" "$work/t$put.log"
-		[ "$rc" -eq 0 ] || fail "coffer_put=$put: time-based randrw over 6 MiB in an 8 MiB store did not verify: $(head -c 2000 "$work/t$put.log")"
-	done
+	fits_run fitt "time-based randrw over 6 MiB in an 8 MiB store did not verify" \
+		--rw=randrw --bs=64k --size=6m --iodepth=16 --coffer_prefill=1 --time_based=1 \
+		--runtime=1 --verify=crc32c --verify_fatal=1
 	# a job twice the store's size (a cache that evicts its own blocks; missing ones read as
 	# zeros): 64 writes of 64k in flight must stay possible by create, whatever is reserved
-	for put in 0 1; do
-		fio_engine --coffer_socket="$sock" --coffer_namespace="fito$put" --name=o \
-			--rw=randrw --bs=64k --size=16m --iodepth=64 --coffer_missing=zeros \
-			--time_based=1 --runtime=1 --coffer_put="$put" --output-format=json \
-			--output="$work/o$put.json" >"$work/o$put.log" 2>&1
-		rc=$?
-		no_crash "$rc" "$work/o$put.log"
-		[ "$rc" -eq 0 ] || fail "coffer_put=$put: randrw over 16 MiB in an 8 MiB store failed: $(head -c 2000 "$work/o$put.log")"
-	done
+	fits_run fito "randrw over 16 MiB in an 8 MiB store failed" --rw=randrw --bs=64k \
+		--size=16m --iodepth=64 --coffer_missing=zeros --time_based=1 --runtime=1
 	say "7 MiB written and verified in an 8 MiB store, by create + seal and by put; so is a time-based randrw over 6 MiB; one over 16 MiB runs without -ENOMEM"
 }
 
