@@ -129,6 +129,7 @@ struct coffer__ot {
 	uint64_t max_objects; /* bounds the store's private memory: max(capacity / 64, 65536) */
 	struct resv **rbuckets;
 	size_t rmask, nresv;
+	uint64_t resv_bytes; /* arena bytes of the reserved blocks */
 	struct pool entries, objs, holders;
 	struct coffer_index_slot *index; /* NULL: no index */
 	uint32_t index_mask;
@@ -910,6 +911,7 @@ static void resv_drop(struct coffer__ot *ot, struct resv *r, bool keep_blk)
 	coffer__dl_del(&r->olink);
 	r->owner->nreserved--;
 	ot->nresv--;
+	ot->resv_bytes -= r->blk->size;
 	if (!keep_blk)
 		coffer__arena_free(&ot->arena, r->blk);
 	free(r);
@@ -949,6 +951,7 @@ static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const str
 	coffer__dl_add_tail(&ow->reserved, &r->olink);
 	ow->nreserved++;
 	ot->nresv++;
+	ot->resv_bytes += blk->size;
 	(void)grow((void ***)&ot->rbuckets, &ot->rmask, ot->nresv, offsetof(struct resv, hnext),
 		   offsetof(struct resv, hash));
 	rep->segment = ot->segment;
@@ -1343,6 +1346,8 @@ void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
 	st->index_live = ot->index_live;
 	st->index_unplaced = ot->index_unplaced;
 	st->reserved = ot->nresv;
+	st->reserved_bytes = ot->resv_bytes;
+	st->index_slots = ot->index != NULL ? (uint64_t)ot->index_mask + 1 : 0;
 }
 
 /* The index matches the table: every LIVE slot is its ID's sealed current object, within
@@ -1378,9 +1383,10 @@ static int index_check(const struct coffer__ot *ot)
 }
 
 /* Every reservation is an allocated block of at least its size, found by its offset, and
- * the count agrees. */
+ * the count and the byte total agree. */
 static int resv_check(const struct coffer__ot *ot)
 {
+	uint64_t bytes = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i <= ot->rmask; i++)
@@ -1390,8 +1396,9 @@ static int resv_check(const struct coffer__ot *ot)
 			    r->owner->nreserved == 0)
 				return -EFAULT;
 			n++;
+			bytes += r->blk->size;
 		}
-	return n == ot->nresv ? 0 : -EFAULT;
+	return n == ot->nresv && bytes == ot->resv_bytes ? 0 : -EFAULT;
 }
 
 int coffer__ot_check(const struct coffer__ot *ot)

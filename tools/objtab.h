@@ -42,6 +42,8 @@ struct coffer__ot_stats {
 	uint64_t index_live;	 /* objects readable through the shared index */
 	uint64_t index_unplaced; /* seals whose object found no index slot (since start) */
 	uint64_t reserved;	 /* arena blocks reserved by clients (RESERVE, not yet put) */
+	uint64_t reserved_bytes; /* their arena bytes (block sizes, rounded) */
+	uint64_t index_slots;	 /* slots of the shared index (0: none) */
 };
 
 /**

@@ -62,7 +62,8 @@ static const char usage[] =
     "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
     "  --json               one JSON object instead of a table\n"
     "'clients' counts coffer-stat's own connection; 'used' includes sealed,\n"
-    "unreferenced objects the store may evict (a cache, not a leak).\n";
+    "unreferenced objects the store may evict (a cache, not a leak), and blocks\n"
+    "reserved and not yet put (also shown apart as reserved_bytes).\n";
 
 int main(int argc, char **argv)
 {
@@ -154,10 +155,15 @@ int main(int argc, char **argv)
 		printf("{\"socket\":\"%s\",\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
 		       ",\"objects_created\":%" PRIu64 ",\"objects_sealed\":%" PRIu64
 		       ",\"clients\":%" PRIu64 ",\"evictions\":%" PRIu64
-		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u}\n",
+		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u"
+		       ",\"reserved_blocks\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
+		       ",\"index_slots\":%" PRIu64 ",\"index_objects\":%" PRIu64
+		       ",\"index_unplaced\":%" PRIu64 "}\n",
 		       path, info.capacity_bytes, info.used_bytes, info.objects_created,
 		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
-		       info.hugepages ? "true" : "false", info.version);
+		       info.hugepages ? "true" : "false", info.version, info.reserved_blocks,
+		       info.reserved_bytes, info.index_slots, info.index_objects,
+		       info.index_unplaced);
 		return 0;
 	}
 	printf("%-18s %s\n", "socket", path);
@@ -172,5 +178,10 @@ int main(int argc, char **argv)
 	printf("%-18s %" PRIu64 "\n", "evicted_bytes", info.evicted_bytes);
 	printf("%-18s %s\n", "hugepages", info.hugepages ? "yes" : "no");
 	printf("%-18s %u\n", "protocol_version", info.version);
+	printf("%-18s %" PRIu64 "\n", "reserved_blocks", info.reserved_blocks);
+	printf("%-18s %" PRIu64 "\n", "reserved_bytes", info.reserved_bytes);
+	printf("%-18s %" PRIu64 "\n", "index_slots", info.index_slots);
+	printf("%-18s %" PRIu64 "\n", "index_objects", info.index_objects);
+	printf("%-18s %" PRIu64 "\n", "index_unplaced", info.index_unplaced);
 	return 0;
 }

@@ -749,6 +749,11 @@ static void fill_info(struct store *st, struct coffer_store_info *info)
 	info->evicted_bytes = ots.evicted_bytes;
 	info->hugepages = (uint32_t)st->shm.hugepages;
 	info->version = COFFER_PROTO_VERSION;
+	info->reserved_blocks = ots.reserved;
+	info->reserved_bytes = ots.reserved_bytes;
+	info->index_slots = ots.index_slots;
+	info->index_objects = ots.index_live;
+	info->index_unplaced = ots.index_unplaced;
 }
 
 static void handle_request(struct store *st, struct sess *s, const unsigned char *body,

@@ -90,6 +90,12 @@ struct coffer_store_info {
 	uint64_t evicted_bytes;
 	uint32_t hugepages; /* 1 when the arena is backed by hugepages */
 	uint32_t version;   /* protocol version spoken by the store */
+	/* since protocol v6: */
+	uint64_t reserved_blocks; /* blocks reserved (coffer_obj_reserve) and not yet put */
+	uint64_t reserved_bytes;  /* their arena bytes, rounded as allocated; within used_bytes */
+	uint64_t index_slots;	  /* slots of the shared object index (0: the store has none) */
+	uint64_t index_objects;	  /* sealed objects readable through the index now */
+	uint64_t index_unplaced;  /* seals since start whose object found no index slot */
 };
 
 /**
@@ -171,7 +177,8 @@ COFFER_API int coffer_flush(coffer_handle_t connh);
  * coffer_store_query() - read the store's statistics.
  * @connh: a connection handle.
  * @info: out: capacity, used bytes, objects by state, clients, evictions, hugepages,
- *        protocol version.
+ *        protocol version, reserved blocks and bytes, the object index's slots, objects
+ *        and unplaced seals (see struct coffer_store_info).
  *
  * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
  * such connection); -ENOTCONN (store gone, or the connection was given up on earlier);
@@ -649,8 +656,8 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
  * @ev: NULL (blocking) or an event; it completes when every block has its answer.
  *
  * Each block takes @size rounded up to 64 bytes of arena (2 MiB-aligned from 2 MiB on, as
- * any object); the store's used_bytes counts reserved blocks, and QUERY does not report
- * them apart (coffer_store_info has no field for them).
+ * any object); the store's used_bytes counts reserved blocks, and coffer_store_query()
+ * reports them apart too (reserved_blocks, reserved_bytes).
  * A create without the ID: reserve blocks ahead of time (no reference, no object, nothing a
  * get can see), write one, and put it under its ID when the data is there: a write then
  * costs one request on its critical path instead of a create and a seal, and a pool of

@@ -2754,7 +2754,11 @@ static void test_put_reserved(void **state)
 	assert_int_equal(coffer_connect(t->store.sock, &cr), 0);
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(coffer_store_query(c, &info), 0);
-	assert_int_equal(info.version, 5);
+	assert_int_equal(info.version, 6);
+	assert_int_equal(info.reserved_blocks, 0);
+	assert_int_equal(info.reserved_bytes, 0);
+	assert_true(info.index_slots >= 1024);
+	assert_int_equal(info.index_objects, 0);
 	used0 = info.used_bytes;
 	/* bad arguments */
 	assert_int_equal(coffer_obj_reserve(c, 0, 1, &r1, NULL), -EINVAL);
@@ -2769,6 +2773,10 @@ static void test_put_reserved(void **state)
 	assert_int_equal(coffer_store_query(c, &info), 0);
 	assert_true(info.used_bytes >= used0 + 8192);
 	assert_int_equal(info.objects_created + info.objects_sealed, 0);
+	/* QUERY reports the reservations apart (within used_bytes) */
+	assert_int_equal(info.reserved_blocks, 2);
+	assert_int_equal(info.reserved_bytes, 8192);
+	assert_int_equal(info.used_bytes, used0 + info.reserved_bytes);
 	/* written, not yet put: invisible */
 	fill(r1, 4096, 7);
 	assert_int_equal(coffer_obj_read_oid(cr, &a, 0, buf, sizeof(buf), NULL), -EAGAIN);
@@ -2790,6 +2798,10 @@ static void test_put_reserved(void **state)
 	assert_int_equal(sz, 4000);
 	assert_true(check(rd, 4000, 7));
 	assert_int_equal(coffer_obj_release_oid(c, &a, NULL), -ENOENT);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.reserved_blocks, 1);
+	assert_int_equal(info.reserved_bytes, 4096);
+	assert_int_equal(info.index_objects, 1);
 	/* used up: a second put of the same block fails */
 	assert_int_equal(coffer_obj_put(c, &b, r1, 64, 0, NULL), -ENOENT);
 	/* an existing ID without REPLACE: -EEXIST, and the reservation stays usable */
@@ -2853,12 +2865,18 @@ static void test_put_reserved(void **state)
 	/* disconnect frees reservations never put; sealed objects stay */
 	assert_int_equal(coffer_obj_reserve(c, 1 << 20, 1, &r3, NULL), 0);
 	memset(r3, 0xab, 1 << 20);
+	assert_int_equal(coffer_store_query(cr, &info), 0);
+	assert_int_equal(info.reserved_blocks, 1);
+	assert_int_equal(info.reserved_bytes, 1 << 20);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
 	assert_int_equal(coffer_obj_delete(cr, &a, NULL), 0);
 	assert_int_equal(coffer_store_query(cr, &info), 0);
 	assert_int_equal(info.used_bytes, used0);
 	assert_int_equal(info.objects_created + info.objects_sealed, 0);
+	assert_int_equal(info.reserved_blocks, 0);
+	assert_int_equal(info.reserved_bytes, 0);
+	assert_int_equal(info.index_objects, 0);
 	assert_int_equal(coffer_disconnect(cr), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 }

@@ -1078,11 +1078,12 @@ static void test_other_uid_refused(void **state)
 }
 
 /*
- * Runs coffer-stat ($COFFER_STAT_EXE) -s @sock as @uid/@gid (when @uid is not ours), its
- * stderr into @err (NUL-terminated, truncated to @cap). Return: its exit status, or 100+ on
- * a failure to run it (103: could not switch uid).
+ * Runs coffer-stat ($COFFER_STAT_EXE) -s @sock [--json when @json] as @uid/@gid (when @uid
+ * is not ours), its stderr (and its stdout when @json) into @err (NUL-terminated, truncated
+ * to @cap). Return: its exit status, or 100+ on a failure to run it (103: could not switch
+ * uid).
  */
-static int run_stat_as(const char *sock, uid_t uid, gid_t gid, char *err, size_t cap)
+static int run_stat_as(const char *sock, uid_t uid, gid_t gid, bool json, char *err, size_t cap)
 {
 	const char *exe = getenv("COFFER_STAT_EXE");
 	int p[2], status;
@@ -1100,9 +1101,9 @@ static int run_stat_as(const char *sock, uid_t uid, gid_t gid, char *err, size_t
 		if (uid != geteuid() &&
 		    (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
 			_exit(103);
-		dup2(null, 1);
+		dup2(json ? p[1] : null, 1);
 		dup2(p[1], 2);
-		execl(exe, "coffer-stat", "-s", sock, (char *)NULL);
+		execl(exe, "coffer-stat", "-s", sock, json ? "--json" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	assert_true(pid > 0);
@@ -1134,12 +1135,12 @@ static void test_stat_reports_refusal(void **state)
 		skip(); /* needs root to become another uid */
 	assert_int_equal(rc_store_start(&st, args), 0);
 	/* control: the store's own user gets its statistics */
-	assert_int_equal(run_stat_as(st.sock, geteuid(), getegid(), err, sizeof(err)), 0);
+	assert_int_equal(run_stat_as(st.sock, geteuid(), getegid(), false, err, sizeof(err)), 0);
 	/* let the other uid reach the socket: only the store's own check stands */
 	assert_int_equal(chmod(st.dir, 0711), 0);
 	assert_int_equal(chmod(st.sock, 0666), 0);
 	for (i = 0; i < 20; i++) {
-		rc = run_stat_as(st.sock, 65534, 65534, err, sizeof(err));
+		rc = run_stat_as(st.sock, 65534, 65534, false, err, sizeof(err));
 		if (rc == 103) {
 			assert_int_equal(rc_store_stop(&st), 0);
 			skip();
@@ -1151,6 +1152,46 @@ static void test_stat_reports_refusal(void **state)
 		}
 	}
 	assert_true(rc_store_alive(&st));
+	assert_int_equal(rc_store_stop(&st), 0);
+}
+
+/*
+ * QUERY (v6) reports reservations apart from used_bytes, and the object index's objects:
+ * checked through coffer-stat --json while a raw client holds one reservation, then after
+ * it puts it under an ObjectID.
+ */
+static void test_stat_reports_reservations(void **state)
+{
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
+	struct coffer_req req;
+	struct coffer_rep rep;
+	struct rc_store st;
+	struct rc_conn c;
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&c, st.sock), 0);
+	rc_req_init(&c, &req, COFFER_OP_RESERVE, 0);
+	req.size = 4000;
+	assert_int_equal(rc_batch(&c, &req, 1, &rep, 1, 5000), 1);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(run_stat_as(st.sock, geteuid(), getegid(), true, out, sizeof(out)), 0);
+	if (strstr(out, "\"reserved_blocks\":1,\"reserved_bytes\":4032,") == NULL ||
+	    strstr(out, "\"index_objects\":0,") == NULL ||
+	    strstr(out, "\"index_slots\":0,") != NULL)
+		fail_msg("coffer-stat --json with one reservation: %s", out);
+	rc_req_init(&c, &req, COFFER_OP_PUT, 7);
+	req.size = 4000;
+	req.offset = rep.offset;
+	assert_int_equal(rc_batch(&c, &req, 1, &rep, 1, 5000), 1);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(run_stat_as(st.sock, geteuid(), getegid(), true, out, sizeof(out)), 0);
+	if (strstr(out, "\"reserved_blocks\":0,\"reserved_bytes\":0,") == NULL ||
+	    strstr(out, "\"index_objects\":1,") == NULL ||
+	    strstr(out, "\"objects_sealed\":1,") == NULL)
+		fail_msg("coffer-stat --json after the put: %s", out);
+	rc_close(&c);
 	assert_int_equal(rc_store_stop(&st), 0);
 }
 
@@ -1265,6 +1306,7 @@ int main(void)
 	    cmocka_unit_test(test_foreign_socket_kept),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
+	    cmocka_unit_test(test_stat_reports_reservations),
 	    cmocka_unit_test(test_other_uid_refused),
 	    cmocka_unit_test(test_hugepages),
 	    cmocka_unit_test(test_hugetlbfs_dir),
