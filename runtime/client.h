@@ -89,6 +89,8 @@ struct coffer__seg {
 	const struct coffer_index_slot *index;
 	uint64_t index_seed;
 	uint32_t index_slots;
+	/* Its access map (v6, runtime/proto.h): a read through slot i sets bit i, writable. */
+	uint8_t *access;
 	struct coffer__seg *next;
 };
 

@@ -173,21 +173,35 @@ static void conn_once(void)
 
 /* ---- arena segments ------------------------------------------------------------------ */
 
-/* Maps the store's object index of @h read-only into @s (which is not shared yet).
- * Consumes @fd. Return: 0 (also when @h announces no index), or -EPROTO / -errno. */
+/* Whether @fd is a file sealed against shrinking (a memfd with F_SEAL_SHRINK). */
+static bool access_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
+/* Maps the store's object index of @h read-only into @s (which is not shared yet), and
+ * its access map writable. Consumes @fd and @access_fd. Return: 0 (also when @h announces
+ * no index), or -EPROTO / -errno. */
 static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply *h, int fd,
-			 int flags)
+			 int access_fd, int flags)
 {
 	uint64_t bytes = (uint64_t)h->index_slots * sizeof(struct coffer_index_slot);
-	struct stat st;
-	void *p;
+	uint64_t abytes = coffer__access_bytes(h->index_slots);
+	struct stat st, ast;
+	void *p, *a;
 	int rc = 0;
 
 	if (h->index_slots == 0 || fd < 0)
 		goto out;
 	if ((h->index_slots & (h->index_slots - 1)) != 0 ||
 	    h->index_slots > COFFER_INDEX_SLOTS_MAX || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX || access_fd < 0 ||
+	    fstat(access_fd, &ast) < 0 || (uint64_t)ast.st_size < abytes ||
+	    !access_sealed(access_fd)) {
+		/* the access map is mapped writable and touched on every read: one that can
+		 * shrink under us (not sealed) would turn a read into a SIGBUS */
 		rc = -EPROTO;
 		goto out;
 	}
@@ -196,19 +210,28 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 		rc = -errno;
 		goto out;
 	}
+	a = mmap(NULL, abytes, PROT_READ | PROT_WRITE, flags, access_fd, 0);
+	if (a == MAP_FAILED) {
+		rc = errno == EACCES ? -EPROTO : -errno; /* a read-only file */
+		munmap(p, bytes);
+		goto out;
+	}
 	s->index = p;
+	s->access = a;
 	s->index_slots = h->index_slots;
 	s->index_seed = h->index_seed;
 out:
 	if (fd >= 0)
 		close(fd);
+	if (access_fd >= 0)
+		close(access_fd);
 	return rc;
 }
 
-/* Maps (or shares) the arena of segment @id and its object index. Consumes @fd and
- * @index_fd. */
+/* Maps (or shares) the arena of segment @id and its object index. Consumes @fd,
+ * @index_fd and @access_fd. */
 static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hello_reply *h,
-		   int index_fd, struct coffer__seg **segp)
+		   int index_fd, int access_fd, struct coffer__seg **segp)
 {
 	struct coffer__seg *s;
 	struct stat st;
@@ -255,8 +278,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 		free(s);
 		goto out;
 	}
-	rc = seg_map_index(s, h, index_fd, flags);
-	index_fd = -1;
+	rc = seg_map_index(s, h, index_fd, access_fd, flags);
+	index_fd = access_fd = -1;
 	if (rc < 0) {
 		munmap(p, bytes ? bytes : 1);
 		free(s);
@@ -276,6 +299,8 @@ out:
 	close(fd);
 	if (index_fd >= 0)
 		close(index_fd);
+	if (access_fd >= 0)
+		close(access_fd);
 	return rc;
 }
 
@@ -296,9 +321,11 @@ static void seg_put(struct coffer__seg *seg)
 	pthread_mutex_unlock(&g_seg_lock);
 	if (last) {
 		munmap(seg->base, seg->bytes ? seg->bytes : 1);
-		if (seg->index != NULL)
+		if (seg->index != NULL) {
 			munmap((void *)seg->index,
 			       (size_t)seg->index_slots * sizeof(struct coffer_index_slot));
+			munmap(seg->access, (size_t)coffer__access_bytes(seg->index_slots));
+		}
 		free(seg);
 	}
 }
@@ -657,7 +684,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	char defpath[108];
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
-	int hello_fds[4] = {-1, -1, -1, -1}, arena_fd, rc;
+	int hello_fds[5] = {-1, -1, -1, -1, -1}, arena_fd, rc;
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
@@ -694,7 +721,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	if (rc < 0)
 		goto err_free;
 	rc = coffer__conn_ctl(conn, COFFER_MSG_HELLO, NULL, 0, -1, COFFER_MSG_HELLO_REPLY, &hello,
-			      sizeof(hello), hello_fds, 4);
+			      sizeof(hello), hello_fds, 5);
 	if (rc < 0)
 		goto err_free;
 	arena_fd = hello_fds[0];
@@ -710,12 +737,14 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	if (rc < 0) {
 		close(arena_fd);
 		close(hello_fds[3]);
+		close(hello_fds[4]);
 		goto err_free;
 	}
 	conn->segment = hello.segment;
 	conn->max_channels = hello.max_channels;
 	conn->max_ring_entries = hello.max_ring_entries;
-	rc = seg_get(hello.segment, hello.arena_bytes, arena_fd, &hello, hello_fds[3], &conn->seg);
+	rc = seg_get(hello.segment, hello.arena_bytes, arena_fd, &hello, hello_fds[3], hello_fds[4],
+		     &conn->seg);
 	if (rc < 0)
 		goto err_free;
 

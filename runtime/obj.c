@@ -938,6 +938,17 @@ static int64_t index_copy(const struct coffer__seg *s, const struct index_hit *h
 	return (int64_t)n;
 }
 
+/* A read through @hit's slot counts as a use of its object for the store's eviction (the
+ * access map, runtime/proto.h): set the slot's bit, writing only when it is clear. */
+static void index_mark(const struct coffer__seg *s, const struct index_hit *hit)
+{
+	size_t i = (size_t)(hit->x - s->index);
+	uint8_t *b = &s->access[i >> 3], m = (uint8_t)(1u << (i & 7));
+
+	if (!(__atomic_load_n(b, __ATOMIC_RELAXED) & m))
+		__atomic_fetch_or(b, m, __ATOMIC_RELAXED);
+}
+
 /* One read, up to INDEX_ATTEMPTS lookups and copies. Return: as coffer_obj_read_oid(). */
 static int64_t index_read(const struct coffer__seg *s, const uint8_t *oid, uint64_t offset,
 			  void *buf, uint64_t len, uint64_t *sizep)
@@ -961,6 +972,7 @@ static int64_t index_read(const struct coffer__seg *s, const uint8_t *oid, uint6
 		n = index_copy(s, &hit, offset, buf, len);
 		if (n == -ESTALE)
 			continue;
+		index_mark(s, &hit);
 		if (sizep)
 			*sizep = hit.size;
 		return n;
@@ -1007,10 +1019,12 @@ static unsigned int index_read_group(const struct coffer__seg *s, struct coffer_
 			v = -EINVAL;
 		else if (found[i] == 0)
 			v = index_copy(s, &hit[i], r[i].offset, r[i].buf, r[i].len);
-		if (v == -ESTALE)
+		if (v == -ESTALE) {
 			v = index_read(s, r[i].oid.id, r[i].offset, r[i].buf, r[i].len, &r[i].size);
-		else if (v >= 0)
+		} else if (v >= 0) {
 			r[i].size = hit[i].size;
+			index_mark(s, &hit[i]);
+		}
 		r[i].result = v;
 		ok += v >= 0;
 	}

@@ -20,7 +20,8 @@
  *                          then the connection's doorbell page (struct coffer_doorbell),
  *                          then the store's request-doorbell eventfd (v3: one per
  *                          connection, rung for any of its channels; the client writes 8
- *                          bytes to it only).
+ *                          bytes to it only), then the object index (v4, read-only), then
+ *                          the index's access map (v6, writable; see COFFER_EVICT_CHANCES).
  *   CHANNEL_OPEN     c->s  body: struct coffer_chan_open; SCM_RIGHTS: one eventfd, the
  *                          client's reply doorbell (the store writes 8 bytes to it only).
  *   CHANNEL_OPEN_REPLY s->c body: struct coffer_chan_open_reply; SCM_RIGHTS: the channel
@@ -154,6 +155,19 @@ struct coffer_hello_reply {
  * and Plasma's idea of a client that reads sealed objects straight from shared memory.
  */
 #define COFFER_INDEX_PROBE 16u
+/*
+ * Access map (v6): one bit per index slot, HELLO_REPLY's fifth fd, mapped writable by
+ * every client. A client that copied an object through slot i sets bit i (bit i & 7 of byte
+ * i / 8), testing it first so that a hot slot costs no write; the store clears a slot's bit
+ * when it gives the slot to another object, and when eviction finds the bit set on the
+ * least recently used object: that object then gets a second chance at the tail of the
+ * LRU list instead (at most COFFER_EVICT_CHANCES objects per eviction). So reads through
+ * the index keep an object cached as a get and release would, without a request. The
+ * store only ever tests and clears bits: a client that sets bits it did not earn changes
+ * which objects are evicted first, nothing else. Source: the CLOCK (second-chance)
+ * replacement of operating systems' page caches, the referenced bit set by the MMU.
+ */
+#define COFFER_EVICT_CHANCES 64u
 /* Most slots an index may have (4 GiB of slots); a client refuses more (-EPROTO). */
 #define COFFER_INDEX_SLOTS_MAX (1u << 26)
 enum { COFFER_INDEX_EMPTY = 0, COFFER_INDEX_LIVE = 1, COFFER_INDEX_TOMB = 2 };
@@ -167,6 +181,12 @@ struct coffer_index_slot {
 	uint64_t size;	 /* object size in bytes */
 	uint64_t pad[2];
 };
+
+/* Bytes of the access map of an index of @slots slots (v6): one bit per slot. */
+static inline uint64_t coffer__access_bytes(uint32_t slots)
+{
+	return ((uint64_t)slots + 7) / 8;
+}
 
 struct coffer_chan_open {
 	uint32_t ring_entries; /* power of two, 8..max_ring_entries; 0 = store default */

@@ -20,8 +20,8 @@
 
 #include "runtime/proto.h"
 
-/* Most file descriptors one socket message may carry (HELLO_REPLY carries four). */
-#define COFFER_MSG_FDS_MAX 4
+/* Most file descriptors one socket message may carry (HELLO_REPLY carries five). */
+#define COFFER_MSG_FDS_MAX 5
 
 /* Channel rings: limits the store enforces (and announces in HELLO_REPLY). */
 #define COFFER_RING_ENTRIES_MIN	    8u

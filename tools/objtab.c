@@ -133,7 +133,9 @@ struct coffer__ot {
 	struct pool entries, objs, holders;
 	struct coffer_index_slot *index; /* NULL: no index */
 	uint32_t index_mask;
+	uint8_t *access; /* the index's access map (one bit per slot, clients set), or NULL */
 	uint64_t index_seed, index_live, index_unplaced;
+	uint64_t second_chances; /* evictions that passed over an object read through the index */
 	coffer__ot_deliver_fn deliver;
 	void *ctx;
 };
@@ -332,6 +334,23 @@ static uint32_t index_state(const struct coffer_index_slot *x)
 	return __atomic_load_n(&x->state, __ATOMIC_RELAXED);
 }
 
+/* Whether a client read @o through its index slot since the bit was last cleared;
+ * clears it. Clients set the bits concurrently (another process): atomics only. */
+static bool accessed_clear(struct coffer__ot *ot, const struct obj *o)
+{
+	uint32_t i = o->islot - 1;
+	uint8_t *b, m;
+
+	if (o->islot == 0 || ot->access == NULL)
+		return false;
+	b = &ot->access[i >> 3];
+	m = (uint8_t)(1u << (i & 7));
+	if (!(__atomic_load_n(b, __ATOMIC_RELAXED) & m))
+		return false;
+	__atomic_fetch_and(b, (uint8_t)~m, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* @o just became its entry's sealed current object: make it readable through the index.
  * @slot: a slot + 1 to reuse (the version it replaces had it), or 0 to find one. When the
  * probe window is full the object is simply not indexed (clients then ask the store). */
@@ -355,6 +374,7 @@ static void index_publish(struct coffer__ot *ot, struct obj *o, uint32_t slot)
 	}
 	index_write(&ot->index[slot - 1], COFFER_INDEX_LIVE, o->e->oid, o->off, o->size);
 	o->islot = slot;
+	(void)accessed_clear(ot, o); /* reads of the version before count for nothing */
 }
 
 /* @o stops being readable through the index (before its block can be freed). A slot
@@ -377,10 +397,11 @@ static void index_unpublish(struct coffer__ot *ot, struct obj *o)
 		index_write(&ot->index[x], COFFER_INDEX_EMPTY, NULL, 0, 0);
 }
 
-void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint32_t nslots,
-			  uint64_t seed)
+void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint8_t *access,
+			  uint32_t nslots, uint64_t seed)
 {
 	ot->index = nslots != 0 ? slots : NULL;
+	ot->access = nslots != 0 ? access : NULL;
 	ot->index_mask = nslots - 1;
 	ot->index_seed = seed;
 }
@@ -670,7 +691,17 @@ static bool evict_one(struct coffer__ot *ot)
 
 	if (coffer__dl_empty(&ot->lru))
 		return false;
-	o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
+	/* CLOCK's second chance for objects read through the index since the bit was last
+	 * cleared (runtime/proto.h, access map): they move to the tail as a release would
+	 * move them. Bounded: clients may set bits as fast as this clears them. */
+	for (unsigned int chances = 0;; chances++) {
+		o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
+		if (chances == COFFER_EVICT_CHANCES || !accessed_clear(ot, o))
+			break;
+		coffer__dl_del(&o->lru);
+		coffer__dl_add_tail(&ot->lru, &o->lru);
+		ot->second_chances++;
+	}
 	e = o->e;
 	ot->evictions++;
 	ot->evicted_bytes += o->size;
@@ -1347,6 +1378,7 @@ void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
 	st->index_unplaced = ot->index_unplaced;
 	st->reserved = ot->nresv;
 	st->reserved_bytes = ot->resv_bytes;
+	st->second_chances = ot->second_chances;
 	st->index_slots = ot->index != NULL ? (uint64_t)ot->index_mask + 1 : 0;
 }
 

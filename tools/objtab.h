@@ -44,6 +44,7 @@ struct coffer__ot_stats {
 	uint64_t reserved;	 /* arena blocks reserved by clients (RESERVE, not yet put) */
 	uint64_t reserved_bytes; /* their arena bytes (block sizes, rounded) */
 	uint64_t index_slots;	 /* slots of the shared index (0: none) */
+	uint64_t second_chances; /* objects eviction passed over (read through the index) */
 };
 
 /**
@@ -141,8 +142,8 @@ uint64_t coffer__ot_next_deadline(const struct coffer__ot *ot);
  * @nslots: a power of two, or 0 for no index.
  * @seed: the seed of coffer__index_hash() announced to clients.
  */
-void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint32_t nslots,
-			  uint64_t seed);
+void coffer__ot_set_index(struct coffer__ot *ot, struct coffer_index_slot *slots, uint8_t *access,
+			  uint32_t nslots, uint64_t seed);
 
 /** coffer__ot_stats() - counters for QUERY. */
 void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st);

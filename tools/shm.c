@@ -348,6 +348,43 @@ void coffer__shm_destroy(struct coffer__shm *s)
 	s->fd = -1;
 }
 
+/* The access map of @ix (ix->slots set): clients get this very descriptor, writable, so
+ * it must be sealed against ftruncate before the first one can: a client that shrank it
+ * would make the store's own accesses fault. */
+static int access_map_create(struct coffer__shm_index *ix, char *err, size_t errlen)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int fd, rc;
+
+	ix->access_bytes = (coffer__access_bytes(ix->slots) + page - 1) / page * page;
+	fd = memfd_create("coffer-access", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "access map: memfd_create: %s", strerror(errno));
+		return rc;
+	}
+	if (ftruncate(fd, (off_t)ix->access_bytes) != 0 ||
+	    fallocate(fd, 0, 0, (off_t)ix->access_bytes) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot back and seal the %" PRIu64 "-byte access map: %s",
+			 ix->access_bytes, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	ix->access =
+	    mmap(NULL, ix->access_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (ix->access == MAP_FAILED) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot map the access map: %s", strerror(errno));
+		ix->access = NULL;
+		close(fd);
+		return rc;
+	}
+	ix->fd_access = fd;
+	return 0;
+}
+
 int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes, char *err,
 			     size_t errlen)
 {
@@ -357,6 +394,7 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 
 	memset(ix, 0, sizeof(*ix));
 	ix->fd_ro = -1;
+	ix->fd_access = -1;
 	while (slots < arena_bytes / 4096 && slots < COFFER_INDEX_SLOTS_MAX)
 		slots <<= 1;
 	ix->bytes = slots * sizeof(struct coffer_index_slot);
@@ -398,7 +436,10 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 	if (getrandom(&ix->seed, sizeof(ix->seed), 0) != sizeof(ix->seed))
 		ix->seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
 	ix->slots = (uint32_t)slots;
-	return 0;
+	rc = access_map_create(ix, err, errlen);
+	if (rc != 0)
+		coffer__shm_index_destroy(ix);
+	return rc;
 }
 
 void coffer__shm_index_destroy(struct coffer__shm_index *ix)
@@ -407,6 +448,12 @@ void coffer__shm_index_destroy(struct coffer__shm_index *ix)
 		munmap(ix->base, ix->bytes);
 	if (ix->fd_ro >= 0)
 		close(ix->fd_ro);
+	if (ix->access != NULL)
+		munmap(ix->access, ix->access_bytes);
+	if (ix->fd_access >= 0)
+		close(ix->fd_access);
 	ix->base = NULL;
 	ix->fd_ro = -1;
+	ix->access = NULL;
+	ix->fd_access = -1;
 }

@@ -54,6 +54,12 @@ struct coffer__shm_index {
 	uint64_t bytes; /* slots * sizeof(struct coffer_index_slot) */
 	uint32_t slots; /* power of two */
 	uint64_t seed;	/* random; announced in HELLO_REPLY */
+	/* The access map (runtime/proto.h, COFFER_EVICT_CHANCES): one bit per slot, which
+	 * clients map writable; sealed against shrinking and growing, so no client can make
+	 * the store's mapping fault. */
+	int fd_access;
+	uint8_t *access;
+	uint64_t access_bytes; /* coffer__access_bytes(slots) rounded up to a page */
 };
 
 /**
@@ -64,8 +70,10 @@ struct coffer__shm_index {
  * @arena_bytes: the arena's size in bytes.
  * @err: out: on failure, one line saying what went wrong.
  * @errlen: size of @err.
- * Return: 0; -ENOMEM; other -errno (memfd_create, ftruncate, mmap, or /proc/self/fd not
- * mounted: the read-only descriptor is opened through it).
+ * Also creates the index's access map (one bit per slot), sealed against shrinking and
+ * growing before any client can get it.
+ * Return: 0; -ENOMEM; other -errno (memfd_create, ftruncate, fcntl(F_ADD_SEALS), mmap, or
+ * /proc/self/fd not mounted: the read-only descriptor is opened through it).
  */
 int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes, char *err,
 			     size_t errlen);

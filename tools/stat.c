@@ -158,12 +158,12 @@ int main(int argc, char **argv)
 		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u"
 		       ",\"reserved_blocks\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
 		       ",\"index_slots\":%" PRIu64 ",\"index_objects\":%" PRIu64
-		       ",\"index_unplaced\":%" PRIu64 "}\n",
+		       ",\"index_unplaced\":%" PRIu64 ",\"second_chances\":%" PRIu64 "}\n",
 		       path, info.capacity_bytes, info.used_bytes, info.objects_created,
 		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
 		       info.hugepages ? "true" : "false", info.version, info.reserved_blocks,
 		       info.reserved_bytes, info.index_slots, info.index_objects,
-		       info.index_unplaced);
+		       info.index_unplaced, info.second_chances);
 		return 0;
 	}
 	printf("%-18s %s\n", "socket", path);
@@ -183,5 +183,6 @@ int main(int argc, char **argv)
 	printf("%-18s %" PRIu64 "\n", "index_slots", info.index_slots);
 	printf("%-18s %" PRIu64 "\n", "index_objects", info.index_objects);
 	printf("%-18s %" PRIu64 "\n", "index_unplaced", info.index_unplaced);
+	printf("%-18s %" PRIu64 "\n", "second_chances", info.second_chances);
 	return 0;
 }

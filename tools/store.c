@@ -754,6 +754,7 @@ static void fill_info(struct store *st, struct coffer_store_info *info)
 	info->index_slots = ots.index_slots;
 	info->index_objects = ots.index_live;
 	info->index_unplaced = ots.index_unplaced;
+	info->second_chances = ots.second_chances;
 }
 
 static void handle_request(struct store *st, struct sess *s, const unsigned char *body,
@@ -825,7 +826,7 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		    .index_slots = st->index.slots,
 		};
 
-		int rc, out[4];
+		int rc, out[5];
 		void *db;
 
 		if (s->hello) {
@@ -842,7 +843,8 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		out[0] = st->shm.fd;
 		out[2] = s->bell_efd;
 		out[3] = st->index.fd_ro;
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 4);
+		out[4] = st->index.fd_access;
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 5);
 		close(out[1]); /* the page stays mapped; a queued reply holds its own copy */
 		return;
 	}
@@ -1503,7 +1505,8 @@ static int setup(struct store *st)
 		COFFER_LOG(COFFER_LOG_ERR, "cannot create the object index: %s", err);
 		return -1;
 	}
-	coffer__ot_set_index(st->ot, st->index.base, st->index.slots, st->index.seed);
+	coffer__ot_set_index(st->ot, st->index.base, st->index.access, st->index.slots,
+			     st->index.seed);
 	st->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (st->epfd < 0) {
 		COFFER_LOG(COFFER_LOG_ERR, "epoll_create1: %s", strerror(errno));
@@ -1565,6 +1568,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	st->epfd = st->lfd = st->sigfd = st->reserve_fd = -1;
 	st->shm.fd = -1;
 	st->index.fd_ro = -1;
+	st->index.fd_access = -1;
 	coffer__dl_init(&st->sessions);
 	coffer__dl_init(&st->dirty_chans);
 	coffer__dl_init(&st->dirty_sess);

@@ -32,6 +32,7 @@
  * file shorter than the slots, a pipe, a count whose bytes overflow) are refused at connect.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -84,6 +85,8 @@ enum fake_index {
 	IX_SHORT,    /* a file of fewer bytes than index_slots slots */
 	IX_PIPE,     /* a pipe as the index fd */
 	IX_HUGE,     /* index_slots 2^31: 128 GiB of slots, a 64 KiB file */
+	IX_ACCESS_UNSEALED, /* an access map (v6) not sealed against shrinking */
+	IX_ACCESS_SHORT,    /* an access map of fewer bytes than one bit per slot */
 };
 #define FAKE_IX_SLOTS 1024u
 #define FAKE_IX_SEED  0x5eeeull
@@ -292,6 +295,26 @@ static int fake_index(struct fake *f, struct coffer_hello_reply *hello, int *fd)
 	return 0;
 }
 
+/* The access map's fd (v6, HELLO_REPLY's fifth) for @f's index_mode: a memfd of one bit
+ * per slot sealed against shrinking, as the store sends it, unless the mode says
+ * otherwise. Return: the fd, or -1. */
+static int fake_access(const struct fake *f)
+{
+	uint64_t bytes = coffer__access_bytes(FAKE_IX_SLOTS);
+	int fd = memfd_create("fake-access", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -1;
+	if (f->index_mode == IX_ACCESS_SHORT)
+		bytes -= 1;
+	if (ftruncate(fd, (off_t)bytes) < 0 ||
+	    (f->index_mode != IX_ACCESS_UNSEALED && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
@@ -342,8 +365,10 @@ static void *fake_main(void *arg)
 	if (bell < 0)
 		goto fail;
 	{
-		/* index_slots 0 (IX_NONE): the fourth fd (the object index) is not mapped */
-		int out[4] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell, -1};
+		/* index_slots 0 (IX_NONE): the fourth and fifth fds (the object index and its
+		 * access map) are not mapped */
+		int out[5] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell, -1,
+			      fake_access(f)};
 		uint32_t sleeping = 1;
 
 		if (fake_index(f, &hello, &out[3]) < 0)
@@ -353,11 +378,12 @@ static void *fake_main(void *arg)
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
 					   offsetof(struct coffer_doorbell, store_sleeping)) !=
 					sizeof(sleeping)) ||
-		    out[3] < 0 ||
-		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 4) < 0)
+		    out[3] < 0 || out[4] < 0 ||
+		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 5) < 0)
 			goto fail;
 		close(out[1]);
 		close(out[3]);
+		close(out[4]);
 	}
 	close(arena);
 	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE) {
@@ -487,6 +513,16 @@ static int setup_ix_pipe(void **state)
 static int setup_ix_huge(void **state)
 {
 	return setup_fake_index(state, false, false, false, NULL, IX_HUGE);
+}
+
+static int setup_ix_access_unsealed(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_ACCESS_UNSEALED);
+}
+
+static int setup_ix_access_short(void **state)
+{
+	return setup_fake_index(state, false, false, false, NULL, IX_ACCESS_SHORT);
 }
 
 static int setup(void **state)
@@ -858,6 +894,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_short, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_pipe, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_huge, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_access_unsealed,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_access_short, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

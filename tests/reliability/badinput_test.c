@@ -335,10 +335,10 @@ static void attack(enum attack a, const char *sock, unsigned int me, unsigned in
 		break;
 	}
 	case A_FDS: {
-		int fds[5], k, kind = (int)(rel_rand(s) % 3);
+		int fds[COFFER_MSG_FDS_MAX + 1], k, kind = (int)(rel_rand(s) % 3);
 
 		connect_or_fail(&c, sock);
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < COFFER_MSG_FDS_MAX + 1; k++)
 			fds[k] = eventfd(0, EFD_CLOEXEC);
 		if (kind == 0) { /* fds with a REQUEST */
 			len = valid_request(&c, buf, 1, 100);
@@ -350,9 +350,10 @@ static void attack(enum attack a, const char *sock, unsigned int me, unsigned in
 			coffer__msg_hdr_init(&h, COFFER_MSG_CHANNEL_OPEN, 0, sizeof(h) + sizeof(o));
 			memcpy(buf, &h, sizeof(h));
 			memcpy(buf + sizeof(h), &o, sizeof(o));
-			if (send_many_fds(c.fd, buf, sizeof(h) + sizeof(o), fds, 5) != 0)
-				child_fail("five-fds: sendmsg: %s", strerror(errno));
-			expect_fatal(&c, 0, "five-fds");
+			if (send_many_fds(c.fd, buf, sizeof(h) + sizeof(o), fds,
+					  COFFER_MSG_FDS_MAX + 1) != 0)
+				child_fail("too-many-fds: sendmsg: %s", strerror(errno));
+			expect_fatal(&c, 0, "too-many-fds");
 		} else { /* a memfd or a pipe as the doorbell: refused, connection stays */
 			struct coffer_chan_open o = {0};
 			unsigned char rb[256];
@@ -387,7 +388,7 @@ static void attack(enum attack a, const char *sock, unsigned int me, unsigned in
 				close(pp[1]);
 			rc_close(&c);
 		}
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < COFFER_MSG_FDS_MAX + 1; k++)
 			close(fds[k]);
 		break;
 	}

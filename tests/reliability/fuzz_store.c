@@ -97,6 +97,7 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 }
 
 static struct coffer_index_slot g_index[64];
+static uint8_t g_access[64 / 8];
 
 static struct coffer__ot *ot_new(void)
 {
@@ -107,7 +108,10 @@ static struct coffer__ot *ot_new(void)
 	/* A small object index, so that probe windows fill up and coffer__ot_check() checks
 	 * it against the table after every frame. */
 	memset(g_index, 0, sizeof(g_index));
-	coffer__ot_set_index(ot, g_index, sizeof(g_index) / sizeof(g_index[0]), 0x5eed);
+	/* every slot marked read, as a client may mark them: evictions pass over objects
+	 * (bounded) until the store has cleared the bits */
+	memset(g_access, 0xff, sizeof(g_access));
+	coffer__ot_set_index(ot, g_index, g_access, sizeof(g_index) / sizeof(g_index[0]), 0x5eed);
 	for (i = 0; i < CLIENTS; i++) {
 		memset(&g_cl[i], 0, sizeof(g_cl[i]));
 		coffer__ot_owner_init(&g_cl[i].owner);

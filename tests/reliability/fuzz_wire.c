@@ -408,7 +408,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		WIRE_ASSERT(coffer__send_fds(sock, &h, sizeof(h), NULL, 0, 0) == (long)sizeof(h));
 		WIRE_ASSERT(wait_in(sock, 5000) == 1);
 		(void)coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, COFFER_MSG_FDS_MAX, 0);
-		if (nfds == 4) { /* the doorbells (the arena and index are not needed here) */
+		if (nfds == 5) { /* the doorbells (arena, index, access map not needed here) */
 			db = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
 				  fds[1], 0);
 			WIRE_ASSERT(db != MAP_FAILED);

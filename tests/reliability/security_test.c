@@ -450,8 +450,9 @@ static void test_store_maps_only_its_own(void **state)
 	for (i = 0; i < ns; i++)
 		printf(" %s", snames[i]);
 	printf("\n");
-	/* the arena, three channel segments, the doorbell page, the object index */
-	assert_int_equal(ns, 1 + 3 + 1 + 1);
+	/* the arena, three channel segments, the doorbell page, the object index, its access
+	 * map */
+	assert_int_equal(ns, 1 + 3 + 1 + 1 + 1);
 	for (i = 0; i < ns; i++) {
 		int handed_out = 0;
 
@@ -502,6 +503,43 @@ static void test_index_read_only(void **state)
 	stop();
 }
 
+/*
+ * The index's access map (v6) is writable by every client, so the store seals it before
+ * the first one gets it: no client can shrink it (the store's own accesses would fault),
+ * grow it, or change its seals. A client that marks every slot as read cannot stop
+ * eviction: 2 MiB of puts into a 2 MiB store still evict, and the store stays up.
+ */
+static void test_access_map_sealed(void **state)
+{
+	struct coffer_store_info info;
+	size_t bytes;
+	struct rc_conn c;
+	int seals;
+
+	(void)state;
+	start((const char *[]){"-m", "2M", NULL});
+	assert_int_equal(rc_connect(&c, g_store.sock), 0);
+	bytes = (size_t)coffer__access_bytes(c.index_slots);
+	seals = fcntl(c.access_fd, F_GET_SEALS);
+	assert_true(seals >= 0);
+	assert_true((seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
+		    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+	assert_int_equal(ftruncate(c.access_fd, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(c.access_fd, (off_t)bytes * 2 + 65536), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(c.access_fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	assert_int_equal(errno, EPERM);
+	memset(c.access, 0xff, bytes);
+	for (uint64_t i = 1; i <= 64; i++)
+		assert_int_equal(rc_put(&c, i, 64 * 1024, (int)i), 0);
+	assert_int_equal(rc_query(&c, &info), 0);
+	assert_true(info.evictions > 0);
+	assert_true(rc_store_alive(&g_store));
+	rc_close(&c);
+	stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +549,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_offsets_inside_arena, teardown),
 	    cmocka_unit_test_teardown(test_store_maps_only_its_own, teardown),
 	    cmocka_unit_test_teardown(test_index_read_only, teardown),
+	    cmocka_unit_test_teardown(test_access_map_sealed, teardown),
 	};
 
 	if (getenv("COFFER_STORE_EXE") == NULL) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 /* Every table has a small object index, so coffer__ot_check() after each request also
  * checks that the index follows the table (and probe windows fill up). */
 static struct coffer_index_slot g_index[INDEX_SLOTS];
+static uint8_t g_access[INDEX_SLOTS / 8]; /* the access map clients would set */
 
 static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 		    const struct coffer_rep *rep);
@@ -31,8 +33,9 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 static void ot_new(struct coffer__ot **ot)
 {
 	memset(g_index, 0, sizeof(g_index));
+	memset(g_access, 0, sizeof(g_access));
 	assert_int_equal(coffer__ot_create(ot, CAP, 1, deliver, NULL), 0);
-	coffer__ot_set_index(*ot, g_index, INDEX_SLOTS, 0x5eed);
+	coffer__ot_set_index(*ot, g_index, g_access, INDEX_SLOTS, 0x5eed);
 }
 
 static struct coffer_rep delivered[64];
@@ -334,6 +337,86 @@ static void test_index_follows_table(void **state)
 
 		assert_true(rc == 0 || rc == -ENOENT);
 		assert_null(index_find((uint8_t)i));
+	}
+	coffer__ot_owner_gone(ot, &a);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
+/* What a client does after it copied object @id through the index: set its slot's bit. */
+static void index_mark(uint8_t id)
+{
+	const struct coffer_index_slot *x = index_find(id);
+	size_t i;
+
+	assert_non_null(x);
+	i = (size_t)(x - g_index);
+	g_access[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+/* Whether ID @id is still in the table. */
+static bool cached(struct coffer__ot *ot, struct coffer__owner *ow, uint8_t id)
+{
+	struct coffer_rep rep = {0};
+
+	assert_int_equal(ex(ot, ow, COFFER_OP_CONTAINS, id, 0, 0, 0, &rep), 0);
+	return rep.size != 0;
+}
+
+/*
+ * Reads through the index count as uses for eviction (CLOCK's second chance, access map):
+ * of four sealed objects filling the arena, the oldest two were read through the index,
+ * so the next create evicts the third, not the first; the bits are cleared on the way. A
+ * client that sets every bit cannot stop eviction: it passes over at most
+ * COFFER_EVICT_CHANCES objects, then evicts. A slot given to a new object starts clear.
+ */
+static void test_index_reads_keep_objects_cached(void **state)
+{
+	struct coffer__ot_stats st;
+	struct coffer__owner a;
+	struct coffer__ot *ot;
+	uint8_t id;
+
+	(void)state;
+	ot_new(&ot);
+	coffer__ot_owner_init(&a);
+	for (id = 1; id <= 4; id++) {
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, id, CAP / 4, 0, 0, NULL), 0);
+		assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, id, 0, COFFER_SEAL_RELEASE, 0, NULL),
+				 0);
+		assert_non_null(index_find(id));
+	}
+	index_mark(1);
+	index_mark(2);
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 5, CAP / 4, 0, 0, NULL), 0);
+	assert_true(cached(ot, &a, 1) && cached(ot, &a, 2) && cached(ot, &a, 4));
+	assert_false(cached(ot, &a, 3));
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 1);
+	for (size_t i = 0; i < sizeof(g_access); i++)
+		assert_int_equal(g_access[i], 0); /* both second chances were spent */
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 5, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	/* LRU order now 4, 1, 2, 5: with no bit set, 4 goes first */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 6, CAP / 4, 0, 0, NULL), 0);
+	assert_false(cached(ot, &a, 4));
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 6, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	/* every bit set (a client marking what it never read): eviction still happens */
+	memset(g_access, 0xff, sizeof(g_access));
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 7, CAP / 4, 0, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 3);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 7, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	/* the slot of a new object starts clear */
+	{
+		const struct coffer_index_slot *x = index_find(7);
+		size_t i = (size_t)(x - g_index);
+
+		assert_int_equal(g_access[i / 8] & (1u << (i % 8)), 0);
+	}
+	for (id = 1; id <= 7; id++) {
+		int rc = ex(ot, &a, COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+
+		assert_true(rc == 0 || rc == -ENOENT);
 	}
 	coffer__ot_owner_gone(ot, &a);
 	empty_at_end(ot);
@@ -654,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(test_delete_with_pending_replacement),
 	    cmocka_unit_test(test_release_by_offset_after_replace),
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
+	    cmocka_unit_test(test_index_reads_keep_objects_cached),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
 	    cmocka_unit_test(test_index_follows_table),
 	    cmocka_unit_test(test_reserve_put),

@@ -212,6 +212,7 @@ int rc_connect_raw(struct rc_conn *c, const char *sock)
 	c->next_tag = 1;
 	c->bell_efd = -1;
 	c->index_fd = -1;
+	c->access_fd = -1;
 	strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
@@ -257,6 +258,12 @@ static void rc_unmap_index(struct rc_conn *c)
 	if (c->index_fd >= 0)
 		close(c->index_fd);
 	c->index_fd = -1;
+	if (c->access != NULL)
+		munmap(c->access, (size_t)coffer__access_bytes(c->index_slots));
+	c->access = NULL;
+	if (c->access_fd >= 0)
+		close(c->access_fd);
+	c->access_fd = -1;
 }
 
 int rc_connect(struct rc_conn *c, const char *sock)
@@ -277,7 +284,7 @@ int rc_connect(struct rc_conn *c, const char *sock)
 		goto fail;
 	n = rc_recv_msg(c, buf, sizeof(buf), fds, &nfds, 5000);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) != 0 ||
-	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 4) {
+	    h.type != COFFER_MSG_HELLO_REPLY || nfds != 5) {
 		rc = -EPROTO;
 		while (nfds > 0)
 			close(fds[--nfds]);
@@ -285,6 +292,7 @@ int rc_connect(struct rc_conn *c, const char *sock)
 	}
 	c->bell_efd = fds[2];
 	c->index_fd = fds[3];
+	c->access_fd = fds[4];
 	c->doorbell =
 	    mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	close(fds[1]);
@@ -311,6 +319,13 @@ int rc_connect(struct rc_conn *c, const char *sock)
 			MAP_SHARED, c->index_fd, 0);
 	if (c->index == MAP_FAILED) {
 		c->index = NULL;
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->access = mmap(NULL, (size_t)coffer__access_bytes(r.index_slots), PROT_READ | PROT_WRITE,
+			 MAP_SHARED, c->access_fd, 0);
+	if (c->access == MAP_FAILED) {
+		c->access = NULL;
 		rc = -ENOMEM;
 		goto fail;
 	}

@@ -52,6 +52,8 @@ struct rc_conn {
 	bool no_doorbell; /* rc_chan_submit() leaves the doorbell bits alone (tests the sweep) */
 	int index_fd;	  /* the object index (HELLO_REPLY's fourth fd, v4), as the store sent it */
 	const struct coffer_index_slot *index; /* mapped read-only */
+	int access_fd;	 /* the index's access map (HELLO_REPLY's fifth fd, v6), as sent */
+	uint8_t *access; /* mapped writable, coffer__access_bytes(index_slots) bytes */
 	uint32_t index_slots;
 	uint64_t index_seed;
 };
