@@ -539,8 +539,11 @@ static void eq_free(struct coffer_hlink *link)
 	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
 
 	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
-	if (hook != EQ_HOOK_DEAD)
+	if (hook != EQ_HOOK_DEAD && hook != NULL) {
+		if (hook->release != NULL)
+			hook->release(hook->arg);
 		free(hook);
+	}
 	eq_all_del(eq);
 	close(eq->eq_fd);
 	pthread_mutex_destroy(&eq->eq_reap_lock);
@@ -686,6 +689,8 @@ static void eq_detach(struct coffer_eq *eq, bool dead)
 		/* tells TSan that the grace period ordered every section that used @old before
 		 * the free (runtime/rcu.h); a no-op otherwise */
 		coffer__rcu_gp_acquire();
+		if (old->release != NULL)
+			old->release(old->arg);
 		free(old);
 	}
 }

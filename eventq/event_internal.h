@@ -54,6 +54,12 @@ struct coffer__eq_progress {
 	int (*arm)(void *arg);
 	/* Called after the poller woke: the doorbell is no longer needed. */
 	void (*disarm)(void *arg);
+	/* Optional: called once, after the hook was detached (set_progress(NULL), destroy, or
+	 * the EQ's memory freed with it attached) and a grace period passed, so that no thread
+	 * is inside progress(), arm() or disarm() any more, nor can enter them: the owner of
+	 * @arg may free it then (and not before: a destroy draining with COFFER_EQ_FORCE
+	 * still sleeps through the hook). Not called for a hook that was never attached. */
+	void (*release)(void *arg);
 	void *arg;
 };
 

@@ -173,6 +173,11 @@ struct chan_binding {
 	unsigned int armed; /* pollers between arm() and disarm(), under lock */
 	struct coffer__eq_progress hook;
 	struct chan_binding *next; /* under coffer__client_lock */
+	/* One for g_bindings, one for the EQ's hook (dropped by its release(), once no
+	 * poller can be inside the hook): a binding unlinked while its EQ is being destroyed
+	 * (CLOSING: a COFFER_EQ_FORCE drain still sleeps through arm()/disarm()) stays
+	 * allocated until the EQ has detached it. */
+	_Atomic unsigned int refs;
 };
 
 static struct chan_binding *g_bindings; /* under coffer__client_lock */
@@ -714,7 +719,23 @@ static bool eq_alive(coffer_handle_t eqh)
 	return coffer__eq_wake_fd(eqh) >= 0;
 }
 
-/* Frees bindings whose EQ is gone and that hold no channel. Context: client lock. */
+/* Drops one reference (see chan_binding.refs); the last one frees @b. */
+static void binding_unref(struct chan_binding *b)
+{
+	/* acq_rel: the last dropper sees every other holder's accesses before it frees */
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+		pthread_mutex_destroy(&b->lock);
+		free(b);
+	}
+}
+
+/* The hook's release(): its EQ detached it, and no poller is inside it any more. */
+static void binding_release(void *arg)
+{
+	binding_unref(arg);
+}
+
+/* Unlinks bindings whose EQ is gone and that hold no channel. Context: client lock. */
 static void binding_gc_locked(void)
 {
 	struct chan_binding **pp = &g_bindings;
@@ -725,8 +746,7 @@ static void binding_gc_locked(void)
 		if (atomic_load_explicit(&b->chans, memory_order_relaxed) == NULL &&
 		    !eq_alive(b->eqh)) {
 			*pp = b->next;
-			pthread_mutex_destroy(&b->lock);
-			free(b);
+			binding_unref(b);
 		} else {
 			pp = &b->next;
 		}
@@ -751,7 +771,10 @@ static int binding_attach_locked(struct coffer__chan *ch)
 		b->hook.progress = binding_progress;
 		b->hook.arm = binding_arm;
 		b->hook.disarm = binding_disarm;
+		b->hook.release = binding_release;
 		b->hook.arg = b;
+		/* before the attach: a destroy may detach (and release) the hook at once */
+		atomic_init(&b->refs, 2);
 		rc = coffer__eq_set_progress(ch->eqh, &b->hook);
 		if (rc < 0) {
 			pthread_mutex_destroy(&b->lock);
@@ -830,8 +853,7 @@ void coffer__chan_release_bindings(void)
 			continue;
 		}
 		*pp = b->next;
-		pthread_mutex_destroy(&b->lock);
-		free(b);
+		binding_unref(b); /* an EQ still draining (FORCE) holds the other reference */
 	}
 	pthread_mutex_unlock(&coffer__client_lock);
 }

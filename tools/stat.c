@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -17,7 +18,26 @@
 
 #include <coffer/common.h>
 
+#include "runtime/env.h"
 #include "runtime/proto_util.h"
+
+/*
+ * Prints @s as a JSON string (quotes included): '"' and '\' escaped, control characters
+ * as \u00XX, so that a socket path holding any of them still gives valid JSON.
+ */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
 
 /*
  * If the store sent an ERROR (it refuses a peer that is not its user, or that it has no fds
@@ -61,6 +81,7 @@ static const char usage[] =
     "usage: coffer-stat [-s SOCKET] [--json] [--help]\n"
     "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
     "  --json               one JSON object instead of a table\n"
+    "Waits up to COFFER_STORE_TIMEOUT_MS (milliseconds, default 10000) for the answer.\n"
     "'clients' counts coffer-stat's own connection; 'used' includes sealed,\n"
     "unreferenced objects the store may evict (a cache, not a leak), and blocks\n"
     "reserved and not yet put (also shown apart as reserved_bytes).\n";
@@ -80,6 +101,7 @@ int main(int argc, char **argv)
 	struct coffer_store_info info;
 	struct coffer_msg_hdr h;
 	unsigned int nfds;
+	uint64_t timeout_ms = COFFER_CTL_TIMEOUT_MS;
 	char path[108];
 	int c, json = 0, fd;
 	long n;
@@ -120,10 +142,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coffer-stat: default socket path too long; give -s\n");
 		return 2;
 	}
+	/* as long as a client waits for a control answer: COFFER_STORE_TIMEOUT_MS (README.md) */
+	if (coffer__env_store_timeout_ms(&timeout_ms) != 0) {
+		fprintf(stderr,
+			"coffer-stat: COFFER_STORE_TIMEOUT_MS='%s': want milliseconds, "
+			"100..3600000\n",
+			getenv("COFFER_STORE_TIMEOUT_MS"));
+		return 2;
+	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    coffer__sock_set_timeout(fd, COFFER_CTL_TIMEOUT_MS) != 0) {
+	    coffer__sock_set_timeout(fd, (unsigned int)timeout_ms) != 0) {
 		fprintf(stderr, "coffer-stat: cannot connect to %s: %s\n", path, strerror(errno));
 		return 1;
 	}
@@ -152,14 +182,16 @@ int main(int argc, char **argv)
 	}
 	memcpy(&info, buf + sizeof(h), sizeof(info));
 	if (json) {
-		printf("{\"socket\":\"%s\",\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+		fputs("{\"socket\":", stdout);
+		json_string(path);
+		printf(",\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
 		       ",\"objects_created\":%" PRIu64 ",\"objects_sealed\":%" PRIu64
 		       ",\"clients\":%" PRIu64 ",\"evictions\":%" PRIu64
 		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u"
 		       ",\"reserved_blocks\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
 		       ",\"index_slots\":%" PRIu64 ",\"index_objects\":%" PRIu64
 		       ",\"index_unplaced\":%" PRIu64 ",\"second_chances\":%" PRIu64 "}\n",
-		       path, info.capacity_bytes, info.used_bytes, info.objects_created,
+		       info.capacity_bytes, info.used_bytes, info.objects_created,
 		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
 		       info.hugepages ? "true" : "false", info.version, info.reserved_blocks,
 		       info.reserved_bytes, info.index_slots, info.index_objects,

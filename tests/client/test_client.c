@@ -2720,6 +2720,57 @@ static void test_disconnect_while_busy(void **state)
 	expect_handles_closed(t);
 }
 
+struct force_destroy {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	int rc;
+};
+
+static void *force_destroy_main(void *arg)
+{
+	struct force_destroy *fd = arg;
+
+	fd->rc = coffer_eq_destroy(fd->eqh, COFFER_EQ_FORCE);
+	return NULL;
+}
+
+/*
+ * The shutdown README.md describes for a get that waits forever: coffer_eq_destroy() with
+ * COFFER_EQ_FORCE waits for it while another thread's coffer_disconnect() completes it with
+ * -ENOTCONN. The disconnect (the process's last connection) used to free the EQ's channel
+ * binding while the draining destroy still slept through its hook: a use after free in
+ * binding_disarm() (ASan), SIGBUS or SIGSEGV in a release build, in about one round in four.
+ */
+static void test_force_destroy_vs_disconnect(void **state)
+{
+	struct tctx *t = *state;
+
+	for (int round = 0; round < 30; round++) {
+		struct force_destroy fd = {.rc = 1};
+		struct coffer_event ev;
+		struct coffer_oid oid;
+		const void *data = NULL;
+		coffer_handle_t c;
+		uint64_t size;
+
+		make_oid(&oid, 0xfd, (uint64_t)round);
+		assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+		assert_int_equal(coffer_eq_create(&fd.eqh), 0);
+		assert_int_equal(coffer_event_init(&ev, fd.eqh, NULL), 0);
+		assert_int_equal(coffer_obj_get_oid(c, &oid, -1, &data, &size, &ev), 0);
+		assert_int_equal(coffer_flush(c), 0);
+		assert_int_equal(pthread_create(&fd.tid, NULL, force_destroy_main, &fd), 0);
+		usleep(20000 + 1000 * (round % 7)); /* the destroy is asleep in its drain */
+		assert_int_equal(coffer_disconnect(c), 0);
+		pthread_join(fd.tid, NULL);
+		assert_int_equal(fd.rc, 0);
+		assert_int_equal(ev.ev_error, -ENOTCONN);
+		assert_int_equal(coffer_event_fini(&ev), 0);
+	}
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* ---- reads through the object index ---------------------------------------------------- */
 
 /* Create @oid with @size bytes of fill(@seed) and seal it (blocking). */
@@ -3225,6 +3276,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_force_destroy_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_poller_before_channel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_channels_per_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid, setup, teardown),
