@@ -420,28 +420,51 @@ static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data 
 }
 
 /*
- * Once, at the first refill (the job's size is known by then): lower resv_max to the blocks
- * the store holds beyond what create + seal would pin at most - the job's data and one
- * block per I/O in flight. The pool comes on top of both and is not evictable, so a larger
- * one evicts the job's own sealed blocks (a read of a block written earlier then fails with
- * ENOENT) where create + seal fits (tests/fio put-fits). Other clients' data is not counted:
- * the store is a cache for them.
+ * Once, at the first refill (the job's size is known by then): lower resv_max to this job's
+ * share of the blocks the store holds beyond what create + seal would pin at most - the data
+ * of every job of this engine that runs with it (fio's group: numjobs clones and the other
+ * job sections) and one block per I/O each has in flight. The pools come on top of both and
+ * are not evictable, so larger ones evict the jobs' own sealed blocks (a read of a block
+ * written earlier then fails with ENOENT) where create + seal fits (tests/fio put-fits,
+ * put-shared: before, each job counted itself alone). The share is the room divided by the
+ * jobs that write (each may keep a pool). Other clients' data is not counted: the store is a
+ * cache for them.
  */
 static void cf_resv_fit(struct thread_data *td, struct cf_data *cd)
 {
 	struct coffer_store_info info;
-	uint64_t need, room;
+	struct thread_data *t;
+	uint64_t need = 0, inflight = 0, room, writers = 0;
+	int i;
 
 	cd->resv_sized = true;
 	if (coffer_store_query(cd->conn, &info) < 0)
 		return; /* the reserves say what is wrong */
-	need = td->o.size + (uint64_t)cd->depth * cd->resv_bytes;
-	/* A job larger than the store evicts its own blocks whatever the write path; there the
-	 * pool must still leave one block per write in flight (a create when the pool is empty)
-	 * that is not pinned: else the first creates fail with -ENOMEM. */
+	/* every job's struct lives in memory fio shares with its jobs (fork or thread) and is
+	 * set up before any job starts; a job that ended has io_ops NULL (only compared) */
+	for_each_td(t, i)
+	{
+		uint64_t bs;
+
+		if (t != td && (t->io_ops != td->io_ops || t->groupid != td->groupid))
+			continue;
+		bs = t->o.max_bs[DDIR_WRITE] > t->o.max_bs[DDIR_READ] ? t->o.max_bs[DDIR_WRITE]
+								      : t->o.max_bs[DDIR_READ];
+		need += t->o.size;
+		inflight += (uint64_t)(t->o.iodepth ? t->o.iodepth : 1) * bs;
+		if (td_write(t))
+			writers++;
+	}
+	if (writers == 0)
+		writers = 1;
+	need += inflight;
+	/* Jobs larger than the store evict their own blocks whatever the write path; there the
+	 * pools must still leave one block per write in flight (a create when the pool is
+	 * empty) that is not pinned: else the first creates fail with -ENOMEM. */
 	if (need > info.capacity_bytes)
-		need = (uint64_t)cd->depth * cd->resv_bytes;
-	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / cd->resv_bytes : 0;
+		need = inflight;
+	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / writers / cd->resv_bytes
+					  : 0;
 	if (room < cd->resv_max)
 		cd->resv_max = (unsigned int)room;
 }
