@@ -11,7 +11,8 @@
  * block's byte offset as 8 little-endian bytes; perf/fio/coffer_oid.h): offsets inside one
  * file never collide, files collide with probability ~2^-96. A write replaces the block's
  * object: create with COFFER_CREATE_REPLACE, copy, seal with COFFER_SEAL_RELEASE (a create
- * that finds another create of the block pending, -EEXIST, is retried for up to 5 s). The
+ * that finds another client's create of the block pending, -EEXIST, is retried for up to
+ * 5 s; one of this job's waits before it launches, CF_W_WAIT, so writes keep fio's order). The
  * replacement is invisible until its seal, which swaps it for the old object atomically, so
  * a concurrent reader sees the old or the new block, never a mix (store semantics, issue 5).
  * A read gets the object by ObjectID (coffer_obj_get_oid, timeout 0: a missing block is an
@@ -156,6 +157,8 @@ enum cf_stage {
 	CF_R_GET,    /* read: get launched */
 	CF_T_DELETE, /* trim: delete launched */
 	CF_W_PUT,    /* write: data copied into a reserved block, put(REPLACE) launched */
+	CF_W_WAIT,   /* write or trim: waits for an earlier one of this job to the same block
+		      * (cf_order_next); launches at wait_stage */
 };
 
 /* Common head of everything that carries an event on an EQ. */
@@ -179,10 +182,13 @@ struct cf_rop {
 struct cf_req {
 	struct cf_op op;
 	struct io_u *io_u;
-	void *wdata;	    /* create or put: writable pointer into the arena */
-	const void *rdata;  /* get: read-only pointer into the arena */
-	uint64_t rsize;	    /* get: the object's size in bytes */
-	int64_t busy_since; /* write: when its create first answered -EEXIST (us), 0: never */
+	void *wdata;		  /* create or put: writable pointer into the arena */
+	const void *rdata;	  /* get: read-only pointer into the arena */
+	uint64_t rsize;		  /* get: the object's size in bytes */
+	int64_t busy_since;	  /* write: when its create first answered -EEXIST (us), 0: never */
+	uint64_t seq;		  /* write or trim: issue order in the job (cf_data.seq) */
+	unsigned int index;	  /* the io_u's index: its slot in cf_data.reqs[] */
+	enum cf_stage wait_stage; /* CF_W_WAIT: the stage it launches at */
 };
 
 /* Per file state (fio_file->engine_data). */
@@ -225,6 +231,10 @@ struct cf_data {
 	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
+	uint32_t *wt_count;   /* writes and trims queued and not done, per hash of their block */
+	unsigned int wt_mask; /* entries in wt_count[] - 1 (a power of two - 1) */
+	uint64_t seq;	      /* writes and trims queued so far (their issue order) */
+	unsigned int nr_wait; /* io_us in CF_W_WAIT */
 	bool busy_logged;     /* a write that gave up on a held block was reported */
 	bool err_logged;      /* the first failed I/O was reported in coffer's words */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
@@ -410,28 +420,51 @@ static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data 
 }
 
 /*
- * Once, at the first refill (the job's size is known by then): lower resv_max to the blocks
- * the store holds beyond what create + seal would pin at most - the job's data and one
- * block per I/O in flight. The pool comes on top of both and is not evictable, so a larger
- * one evicts the job's own sealed blocks (a read of a block written earlier then fails with
- * ENOENT) where create + seal fits (tests/fio put-fits). Other clients' data is not counted:
- * the store is a cache for them.
+ * Once, at the first refill (the job's size is known by then): lower resv_max to this job's
+ * share of the blocks the store holds beyond what create + seal would pin at most - the data
+ * of every job of this engine that runs with it (fio's group: numjobs clones and the other
+ * job sections) and one block per I/O each has in flight. The pools come on top of both and
+ * are not evictable, so larger ones evict the jobs' own sealed blocks (a read of a block
+ * written earlier then fails with ENOENT) where create + seal fits (tests/fio put-fits,
+ * put-shared: before, each job counted itself alone). The share is the room divided by the
+ * jobs that write (each may keep a pool). Other clients' data is not counted: the store is a
+ * cache for them.
  */
 static void cf_resv_fit(struct thread_data *td, struct cf_data *cd)
 {
 	struct coffer_store_info info;
-	uint64_t need, room;
+	struct thread_data *t;
+	uint64_t need = 0, inflight = 0, room, writers = 0;
+	int i;
 
 	cd->resv_sized = true;
 	if (coffer_store_query(cd->conn, &info) < 0)
 		return; /* the reserves say what is wrong */
-	need = td->o.size + (uint64_t)cd->depth * cd->resv_bytes;
-	/* A job larger than the store evicts its own blocks whatever the write path; there the
-	 * pool must still leave one block per write in flight (a create when the pool is empty)
-	 * that is not pinned: else the first creates fail with -ENOMEM. */
+	/* every job's struct lives in memory fio shares with its jobs (fork or thread) and is
+	 * set up before any job starts; a job that ended has io_ops NULL (only compared) */
+	for_each_td(t, i)
+	{
+		uint64_t bs;
+
+		if (t != td && (t->io_ops != td->io_ops || t->groupid != td->groupid))
+			continue;
+		bs = t->o.max_bs[DDIR_WRITE] > t->o.max_bs[DDIR_READ] ? t->o.max_bs[DDIR_WRITE]
+								      : t->o.max_bs[DDIR_READ];
+		need += t->o.size;
+		inflight += (uint64_t)(t->o.iodepth ? t->o.iodepth : 1) * bs;
+		if (td_write(t))
+			writers++;
+	}
+	if (writers == 0)
+		writers = 1;
+	need += inflight;
+	/* Jobs larger than the store evict their own blocks whatever the write path; there the
+	 * pools must still leave one block per write in flight (a create when the pool is
+	 * empty) that is not pinned: else the first creates fail with -ENOMEM. */
 	if (need > info.capacity_bytes)
-		need = (uint64_t)cd->depth * cd->resv_bytes;
-	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / cd->resv_bytes : 0;
+		need = inflight;
+	room = info.capacity_bytes > need ? (info.capacity_bytes - need) / writers / cd->resv_bytes
+					  : 0;
 	if (room < cd->resv_max)
 		cd->resv_max = (unsigned int)room;
 }
@@ -506,11 +539,59 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 		    : "");
 }
 
+/* Whether @stage is one of a write's or a trim's, launched, parked or waiting. */
+static bool cf_stage_wt(enum cf_stage stage)
+{
+	return stage == CF_W_CREATE || stage == CF_W_SEAL || stage == CF_W_PUT ||
+	       stage == CF_T_DELETE || stage == CF_W_WAIT;
+}
+
+/* The wt_count[] slot of the block @oid names. */
+static unsigned int cf_wt_slot(const struct cf_data *cd, const struct coffer_oid *oid)
+{
+	uint64_t a, b;
+
+	memcpy(&a, oid->id, sizeof(a));
+	memcpy(&b, oid->id + COFFER_OID_SIZE - sizeof(b), sizeof(b));
+	return (unsigned int)(((a ^ b) * 0x9e3779b97f4a7c15ULL) >> 32) & cd->wt_mask;
+}
+
+/*
+ * A write or trim of the block @op names is done: the oldest one of this job waiting for it
+ * (CF_W_WAIT, lowest seq) goes on the retry list at its own stage, so getevents launches it
+ * (and completes it there, within max, if the launch fails for good). Writes of one block
+ * therefore reach the store in fio's order: a later one never seals before an earlier one,
+ * whose data would then replace it (fio's verify checks the last one issued).
+ */
+static void cf_order_next(struct cf_data *cd, const struct cf_op *op)
+{
+	struct cf_req *next = NULL;
+
+	if (--cd->wt_count[cf_wt_slot(cd, &op->oid)] == 0 || cd->nr_wait == 0)
+		return;
+	for (unsigned int i = 0; i < cd->depth; i++) {
+		struct cf_req *r = cd->reqs[i];
+
+		if (r && r->op.stage == CF_W_WAIT && (!next || r->seq < next->seq) &&
+		    memcmp(&r->op.oid, &op->oid, sizeof(op->oid)) == 0)
+			next = r;
+	}
+	if (!next)
+		return;
+	cd->nr_wait--;
+	next->op.stage = next->wait_stage;
+	cf_retry_push(cd, &next->op);
+}
+
 /* Hand a finished io_u to the current getevents call. @err: 0 or a negative errno. */
 static void cf_io_done(struct cf_data *cd, struct cf_req *req, int err)
 {
 	struct io_u *io_u = req->io_u;
 
+	if (cf_stage_wt(req->op.stage)) {
+		req->op.stage = CF_IDLE;
+		cf_order_next(cd, &req->op);
+	}
 	req->op.stage = CF_IDLE;
 	if (err < 0) {
 		io_u->error = (unsigned int)-err;
@@ -588,7 +669,8 @@ static void cf_launch_or_park(struct cf_data *cd, struct cf_op *op)
 /*
  * Relaunch parked stages while fewer than @max io_us completed in this getevents call: a
  * relaunch that fails for good completes its io_u, and getevents never returns more than
- * max. Order does not matter: each parked op is an independent io_u or release.
+ * max. Order does not matter: each parked op is an independent io_u or release, and at most
+ * one write or trim of a block is parked or in flight (the later ones wait, CF_W_WAIT).
  */
 static void cf_retry_all(struct cf_data *cd, unsigned int max)
 {
@@ -616,15 +698,19 @@ static void cf_retry_all(struct cf_data *cd, unsigned int max)
  * on the retry list: getevents relaunches it alone, and a lasting error completes its io_u
  * there (queue has already returned FIO_Q_QUEUED for it).
  */
-/* Whether a write or trim of this job to the block @op names is in flight. */
+/*
+ * Whether a write or trim of this job to the block @op names is queued and not done
+ * (launched, parked or waiting), @op itself excepted. wt_count[] answers "no" for most
+ * blocks without a look at the io_us.
+ */
 static bool cf_block_busy(const struct cf_data *cd, const struct cf_op *op)
 {
+	if (cd->wt_count[cf_wt_slot(cd, &op->oid)] == 0)
+		return false;
 	for (unsigned int i = 0; i < cd->depth; i++) {
 		const struct cf_req *r = cd->reqs[i];
 
-		if (r &&
-		    (r->op.stage == CF_W_CREATE || r->op.stage == CF_W_SEAL ||
-		     r->op.stage == CF_W_PUT || r->op.stage == CF_T_DELETE) &&
+		if (r && &r->op != op && cf_stage_wt(r->op.stage) &&
 		    memcmp(&r->op.oid, &op->oid, sizeof(op->oid)) == 0)
 			return true;
 	}
@@ -790,10 +876,10 @@ static void cf_prefetch_read(const struct cf_data *cd, struct coffer_event *ev)
 
 /* One event came back from the EQ: advance its op. @missing: enum cf_missing. */
 /*
- * A write found its block being written by another writer (this job's, another job's or
- * another client's, between create and seal: -EEXIST). Retry it, for a bounded time, or a
- * client that keeps the block unsealed would hold this job forever. Return: true when
- * parked for a retry; false when the io_u completed with ETIMEDOUT.
+ * A write found its block being written by another writer (another job's or another
+ * client's, between create and seal: -EEXIST; this job's own wait, CF_W_WAIT). Retry it, for a
+ * bounded time, or a client that keeps the block unsealed would hold this job forever. Return: true
+ * when parked for a retry; false when the io_u completed with ETIMEDOUT.
  */
 static bool cf_write_busy(struct cf_data *cd, struct cf_req *req)
 {
@@ -912,10 +998,16 @@ static void cf_drain(struct cf_data *cd, unsigned int missing)
 	struct coffer_event *evs[CF_POLL_BATCH];
 	int64_t deadline = cf_now_us() + CF_DRAIN_TIMEOUT_US;
 
-	/* reads queued and never launched hold nothing in the store: drop them */
+	/* reads queued and never launched hold nothing in the store: drop them; so do writes
+	 * and trims waiting for an earlier one of their block (a put's reserved block is
+	 * freed by the disconnect) */
 	for (unsigned int i = 0; i < cd->nr_pend; i++)
 		cd->pend[i]->op.stage = CF_IDLE;
 	cd->nr_pend = 0;
+	for (unsigned int i = 0; cd->nr_wait && i < cd->depth; i++)
+		if (cd->reqs[i] && cd->reqs[i]->op.stage == CF_W_WAIT)
+			cd->reqs[i]->op.stage = CF_IDLE;
+	cd->nr_wait = 0;
 	for (;;) {
 		while (cd->retry) {
 			struct cf_op *op = cd->retry;
@@ -986,6 +1078,10 @@ static int cf_init(struct thread_data *td)
 	cd->ready = calloc(cd->depth, sizeof(*cd->ready));
 	cd->rvec = calloc(cd->depth, sizeof(*cd->rvec));
 	cd->rreq = calloc(cd->depth, sizeof(*cd->rreq));
+	/* a few slots per I/O in flight: a block with nothing queued finds its slot at 0 */
+	for (cd->wt_mask = 63; cd->wt_mask < 4 * cd->depth - 1; cd->wt_mask = 2 * cd->wt_mask + 1)
+		;
+	cd->wt_count = calloc((size_t)cd->wt_mask + 1, sizeof(*cd->wt_count));
 	cd->index = o->index != 0;
 	cd->may_conflict = td_write(td) || td_trim(td);
 	/* writes of one block size put reserved blocks (coffer_put) */
@@ -1002,7 +1098,7 @@ static int cf_init(struct thread_data *td)
 	cd->rel_pend = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_pend));
 	cd->rel_data = calloc(COFFER_GET_BULK_MAX, sizeof(*cd->rel_data));
 	if (!cd->events || !cd->queued || !cd->reqs || !cd->pend || !cd->ready || !cd->rvec ||
-	    !cd->rreq || !cd->rel_pend || !cd->rel_data) {
+	    !cd->rreq || !cd->wt_count || !cd->rel_pend || !cd->rel_data) {
 		td_verror(td, ENOMEM, "coffer init");
 		return 1;
 	}
@@ -1052,7 +1148,7 @@ static void cf_cleanup(struct thread_data *td)
 		return;
 	/* io_us fio never handed back (error path) are gone: finish their ops blind */
 	cd->closing = true;
-	if (cd->eq.cookie && (cd->running || cd->retry || cd->nr_pend))
+	if (cd->eq.cookie && (cd->running || cd->retry || cd->nr_pend || cd->nr_wait))
 		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
 	/* The forced destroy waits for whatever the drain gave up on: after it, no completion
 	 * can write into an event, so their memory may go. */
@@ -1087,6 +1183,7 @@ static void cf_cleanup(struct thread_data *td)
 	free(cd->ready);
 	free(cd->rvec);
 	free(cd->rreq);
+	free(cd->wt_count);
 	free(cd->rel_pend);
 	free(cd->rel_data);
 	free(cd->resv);
@@ -1110,9 +1207,12 @@ static int cf_io_u_init(struct thread_data *td, struct io_u *io_u)
 	}
 	req->op.kind = CF_KIND_IO;
 	req->io_u = io_u;
+	/* fio keeps io_u->index in a union with engine_data: read it before engine_data is
+	 * set (after, it is the low half of req's address, and reqs[] stayed empty) */
+	req->index = io_u->index;
 	io_u->engine_data = req;
-	if (io_u->index < cd->depth)
-		cd->reqs[io_u->index] = req;
+	if (req->index < cd->depth)
+		cd->reqs[req->index] = req;
 	return 0;
 }
 
@@ -1129,14 +1229,14 @@ static void cf_io_u_free(struct thread_data *td, struct io_u *io_u)
 	 * never come here, and their buffers are freed after this loop. So reap everything at
 	 * the first call, while every io_u and buffer still exists.
 	 */
-	if (cd && (cd->running || cd->retry || cd->nr_pend))
+	if (cd && (cd->running || cd->retry || cd->nr_pend || cd->nr_wait))
 		cf_drain(cd, o ? o->missing : CF_MISSING_ERROR);
 	io_u->engine_data = NULL;
 	req->io_u = NULL;
 	if (coffer_event_fini(&req->op.ev) < 0)
 		return; /* still in flight (the store did not answer): cleanup frees it */
-	if (cd && io_u->index < cd->depth && cd->reqs[io_u->index] == req)
-		cd->reqs[io_u->index] = NULL;
+	if (cd && req->index < cd->depth && cd->reqs[req->index] == req)
+		cd->reqs[req->index] = NULL;
 	free(req);
 }
 
@@ -1184,6 +1284,19 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	}
 	/* the reads queued before this I/O go out first: requests keep fio's order */
 	cf_pend_flush(cd);
+	req->seq = cd->seq++;
+	cd->wt_count[cf_wt_slot(cd, &req->op.oid)]++;
+	if (cf_block_busy(cd, &req->op)) {
+		/* An earlier write or trim of this job to the block is not done: this one
+		 * goes out once it is (cf_order_next). Two in flight at once may complete in
+		 * either order, and the older data would win (norandommap: fio's verify
+		 * then finds the header of an older write; tests/fio overwrite-order). */
+		req->wait_stage = stage;
+		req->op.stage = CF_W_WAIT;
+		cd->nr_wait++;
+		cd->queued[cd->nr_queued++] = io_u;
+		return FIO_Q_QUEUED;
+	}
 	rc = cf_launch(cd, &req->op);
 	if (rc == -EAGAIN) {
 		/* The channel is full: park the I/O (getevents relaunches it once the poll made
@@ -1199,6 +1312,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		if (req->op.stage == CF_W_PUT)
 			cf_resv_back(cd, req->wdata); /* the put never went out: still reserved */
 		req->op.stage = CF_IDLE;
+		cf_order_next(cd, &req->op); /* nothing waits for it: only the count drops */
 		cf_log_io_error(cd, io_u, rc);
 		io_u->error = (unsigned int)-rc;
 		return FIO_Q_COMPLETED;
