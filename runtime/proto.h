@@ -21,7 +21,7 @@
  *                          then the store's request-doorbell eventfd (v3: one per
  *                          connection, rung for any of its channels; the client writes 8
  *                          bytes to it only), then the object index (v4, read-only), then
- *                          the index's access map (v6, writable; see COFFER_EVICT_CHANCES).
+ *                          the index's access map (v6, writable; see "Access map").
  *   CHANNEL_OPEN     c->s  body: struct coffer_chan_open; SCM_RIGHTS: one eventfd, the
  *                          client's reply doorbell (the store writes 8 bytes to it only).
  *   CHANNEL_OPEN_REPLY s->c body: struct coffer_chan_open_reply; SCM_RIGHTS: the channel
@@ -158,16 +158,16 @@ struct coffer_hello_reply {
 /*
  * Access map (v6): one bit per index slot, HELLO_REPLY's fifth fd, mapped writable by
  * every client. A client that copied an object through slot i sets bit i (bit i & 7 of byte
- * i / 8), testing it first so that a hot slot costs no write; the store clears a slot's bit
- * when it gives the slot to another object, and when eviction finds the bit set on the
- * least recently used object: that object then gets a second chance at the tail of the
- * LRU list instead (at most COFFER_EVICT_CHANCES objects per eviction). So reads through
- * the index keep an object cached as a get and release would, without a request. The
- * store only ever tests and clears bits: a client that sets bits it did not earn changes
- * which objects are evicted first, nothing else. Source: the CLOCK (second-chance)
- * replacement of operating systems' page caches, the referenced bit set by the MMU.
+ * i / 8), testing it first so that a hot slot costs no write. The store sets a slot's bit
+ * when it seals an object there (just used), and when eviction finds the bit set on the
+ * least recently used object it clears it and moves that object to the tail of the LRU
+ * list instead (a second chance), for at most one pass over the list per eviction. So
+ * reads through the index keep an object cached as a get and release would, without a
+ * request. The store only ever tests, sets and clears bits: a client that sets bits it did
+ * not earn changes which objects are evicted first and can make an eviction cost one pass,
+ * nothing else. Source: the CLOCK (second-chance) replacement of operating systems' page
+ * caches, the referenced bit set by the MMU.
  */
-#define COFFER_EVICT_CHANCES 64u
 /* Most slots an index may have (4 GiB of slots); a client refuses more (-EPROTO). */
 #define COFFER_INDEX_SLOTS_MAX (1u << 26)
 enum { COFFER_INDEX_EMPTY = 0, COFFER_INDEX_LIVE = 1, COFFER_INDEX_TOMB = 2 };

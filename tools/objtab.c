@@ -123,6 +123,7 @@ struct coffer__ot {
 	size_t hmask, nholders;
 	struct coffer__dl lru;
 	uint64_t evictable_bytes;
+	size_t nlru; /* objects on the LRU list */
 	struct waiter **heap;
 	size_t nheap, heapcap, nwaiters;
 	uint64_t ncreated, nsealed, evictions, evicted_bytes;
@@ -301,9 +302,11 @@ static void lru_update(struct coffer__ot *ot, struct obj *o)
 	if (want && !on) {
 		coffer__dl_add_tail(&ot->lru, &o->lru); /* most recently used at the tail */
 		ot->evictable_bytes += bytes;
+		ot->nlru++;
 	} else if (!want && on) {
 		coffer__dl_del(&o->lru);
 		ot->evictable_bytes -= bytes;
+		ot->nlru--;
 	}
 }
 
@@ -351,6 +354,17 @@ static bool accessed_clear(struct coffer__ot *ot, const struct obj *o)
 	return true;
 }
 
+/* A sealed object enters the LRU tail as just used: its bit starts set, as CLOCK inserts a
+ * page referenced. Clear, it would be evicted before older objects that were read once
+ * long ago (their second chance would put them behind it). */
+static void accessed_set(struct coffer__ot *ot, const struct obj *o)
+{
+	uint32_t i = o->islot - 1;
+
+	if (o->islot != 0 && ot->access != NULL)
+		__atomic_fetch_or(&ot->access[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELAXED);
+}
+
 /* @o just became its entry's sealed current object: make it readable through the index.
  * @slot: a slot + 1 to reuse (the version it replaces had it), or 0 to find one. When the
  * probe window is full the object is simply not indexed (clients then ask the store). */
@@ -374,7 +388,7 @@ static void index_publish(struct coffer__ot *ot, struct obj *o, uint32_t slot)
 	}
 	index_write(&ot->index[slot - 1], COFFER_INDEX_LIVE, o->e->oid, o->off, o->size);
 	o->islot = slot;
-	(void)accessed_clear(ot, o); /* reads of the version before count for nothing */
+	accessed_set(ot, o);
 }
 
 /* @o stops being readable through the index (before its block can be freed). A slot
@@ -415,6 +429,7 @@ static void obj_free(struct coffer__ot *ot, struct obj *o)
 	if (coffer__dl_linked(&o->lru)) {
 		coffer__dl_del(&o->lru);
 		ot->evictable_bytes -= o->blk != NULL ? o->blk->size : 0;
+		ot->nlru--;
 	}
 	if (coffer__dl_linked(&o->olink))
 		coffer__dl_del(&o->olink);
@@ -691,12 +706,13 @@ static bool evict_one(struct coffer__ot *ot)
 
 	if (coffer__dl_empty(&ot->lru))
 		return false;
-	/* CLOCK's second chance for objects read through the index since the bit was last
-	 * cleared (runtime/proto.h, access map): they move to the tail as a release would
-	 * move them. Bounded: clients may set bits as fast as this clears them. */
-	for (unsigned int chances = 0;; chances++) {
+	/* CLOCK's second chance for objects used since the bit was last cleared (sealed, or
+	 * read through the index; runtime/proto.h, access map): they move to the tail as a
+	 * release would move them. At most one pass: clients may set bits as fast as this
+	 * clears them, and after one pass every bit that was set is cleared. */
+	for (size_t chances = 0;; chances++) {
 		o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
-		if (chances == COFFER_EVICT_CHANCES || !accessed_clear(ot, o))
+		if (chances == ot->nlru || !accessed_clear(ot, o))
 			break;
 		coffer__dl_del(&o->lru);
 		coffer__dl_add_tail(&ot->lru, &o->lru);
@@ -1437,6 +1453,7 @@ int coffer__ot_check(const struct coffer__ot *ot)
 {
 	uint64_t evictable = 0;
 	struct coffer__dl *p;
+	size_t n = 0;
 
 	if (coffer__arena_check(&ot->arena) != 0)
 		return -EFAULT;
@@ -1446,8 +1463,10 @@ int coffer__ot_check(const struct coffer__ot *ot)
 		if (o->refs != 0 || o->state != ST_SEALED || o->where != AT_CUR || o->e->cur != o)
 			return -EFAULT;
 		evictable += o->blk != NULL ? o->blk->size : 0;
+		n++;
 	}
-	if (evictable != ot->evictable_bytes || ot->arena.used > ot->arena.capacity)
+	if (evictable != ot->evictable_bytes || n != ot->nlru ||
+	    ot->arena.used > ot->arena.capacity)
 		return -EFAULT;
 	if (resv_check(ot) != 0)
 		return -EFAULT;

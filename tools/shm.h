@@ -54,7 +54,7 @@ struct coffer__shm_index {
 	uint64_t bytes; /* slots * sizeof(struct coffer_index_slot) */
 	uint32_t slots; /* power of two */
 	uint64_t seed;	/* random; announced in HELLO_REPLY */
-	/* The access map (runtime/proto.h, COFFER_EVICT_CHANCES): one bit per slot, which
+	/* The access map (runtime/proto.h, "Access map"): one bit per slot, which
 	 * clients map writable; sealed against shrinking and growing, so no client can make
 	 * the store's mapping fault. */
 	int fd_access;

@@ -2788,49 +2788,53 @@ static void put_oid(coffer_handle_t c, const struct coffer_oid *oid, uint64_t si
 /* Reserve, write, put (protocol v5): one request seals a block written before it had an ID;
  * failures leave the reservation usable; disconnect frees what was never put. */
 /*
- * Reads through the object index keep objects cached (v6 access map, CLOCK's second
- * chance): in a 4 MiB store holding 48 objects of 64 KiB, the 24 sealed first are read
- * through coffer_obj_read_oid() only (no get, no request); 32 more puts then make the store
- * evict, and it evicts the 24 never read, not the 24 read (which a plain LRU by seal time
- * would have evicted first). The read ones come back intact.
+ * Reads through the object index keep objects cached (v6 access map, CLOCK): a 4 MiB store
+ * is filled with 64 KiB objects, and one more put makes the store evict (its pass clears
+ * the bits every seal set, and the oldest object goes). Objects 1..24 are then read through
+ * coffer_obj_read_oid() only (no get, no request), and 16 more puts evict the 16 oldest
+ * objects never read, not objects 1..24 (which an LRU by seal time would have evicted
+ * first). The read ones come back intact.
  */
 static void test_read_oid_keeps_cached(void **state)
 {
-	enum { OBJ = 64 * 1024, FIRST = 48, READ = 24, MORE = 32 };
+	enum { OBJ = 64 * 1024, READ = 24, MORE = 16 };
 	struct store_fixture f;
 	struct coffer_store_info info;
 	struct coffer_oid oid;
 	coffer_handle_t c;
 	static uint8_t buf[OBJ];
-	uint64_t sz, evicted_unread = 0;
+	uint64_t sz, n, evicted_unread = 0;
 	bool present;
 	void *wr;
 
 	(void)state;
 	assert_int_equal(store_start(&f, "4M"), 0);
 	assert_int_equal(coffer_connect(f.sock, &c), 0);
-	for (uint64_t i = 0; i < FIRST + MORE; i++) {
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	n = info.capacity_bytes / OBJ; /* objects that fill the store */
+	for (uint64_t i = 0; i < n + 1 + MORE; i++) {
+		if (i == n + 1) {
+			assert_int_equal(coffer_store_query(c, &info), 0);
+			assert_int_equal(info.evictions, 1);
+			for (uint64_t k = 1; k <= READ; k++) {
+				make_oid(&oid, 41, k);
+				assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, OBJ, &sz),
+						 OBJ);
+				assert_true(check(buf, OBJ, k));
+			}
+		}
 		make_oid(&oid, 41, i);
 		assert_int_equal(coffer_obj_create_oid(c, &oid, OBJ, 0, &wr, NULL), 0);
 		fill(wr, OBJ, i);
 		assert_int_equal(coffer_obj_seal_oid(c, &oid, COFFER_SEAL_RELEASE, NULL), 0);
-		if (i != FIRST - 1)
-			continue;
-		assert_int_equal(coffer_store_query(c, &info), 0);
-		assert_int_equal(info.evictions, 0);
-		for (uint64_t k = 0; k < READ; k++) {
-			make_oid(&oid, 41, k);
-			assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, OBJ, &sz), OBJ);
-			assert_true(check(buf, OBJ, k));
-		}
 	}
 	assert_int_equal(coffer_store_query(c, &info), 0);
-	assert_true(info.evictions >= MORE / 2);
-	assert_true(info.second_chances >= READ);
-	for (uint64_t k = 0; k < FIRST; k++) {
+	assert_int_equal(info.evictions, 1 + MORE);
+	assert_true(info.second_chances >= n + READ);
+	for (uint64_t k = 1; k < n; k++) {
 		make_oid(&oid, 41, k);
 		assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
-		if (k < READ) {
+		if (k <= READ) {
 			if (!present)
 				fail_msg("object %llu, read through the index, was evicted",
 					 (unsigned long long)k);
@@ -2840,7 +2844,7 @@ static void test_read_oid_keeps_cached(void **state)
 			evicted_unread += !present;
 		}
 	}
-	assert_int_equal(evicted_unread, info.evictions);
+	assert_int_equal(evicted_unread, MORE);
 	assert_int_equal(coffer_disconnect(c), 0);
 	assert_int_equal(store_stop(&f), 0);
 }
