@@ -158,10 +158,12 @@ struct coffer_hello_reply {
 /*
  * Access map (v6): one bit per index slot, HELLO_REPLY's fifth fd, mapped writable by
  * every client. A client that copied an object through slot i sets bit i (bit i & 7 of byte
- * i / 8), testing it first so that a hot slot costs no write. The store sets a slot's bit
- * when it seals an object there (just used), and when eviction finds the bit set on the
- * least recently used object it clears it and moves that object to the tail of the LRU
- * list instead (a second chance), for at most one pass over the list per eviction. So
+ * i / 8), testing it first so that a hot slot costs no write; the store clears a slot's
+ * bit when it gives the slot to another object. An object put on the LRU list (seal,
+ * release) counts as used too, in the store's own record. When eviction finds the least
+ * recently used object used or read since it was last passed over, it clears both marks
+ * and moves that object to the tail instead (a second chance), for at most one pass over
+ * the list per eviction. So
  * reads through the index keep an object cached as a get and release would, without a
  * request. The store only ever tests, sets and clears bits: a client that sets bits it did
  * not earn changes which objects are evicted first and can make an eviction cost one pass,

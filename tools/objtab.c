@@ -49,6 +49,7 @@ struct obj {
 	struct coffer__dl clink;       /* creator->created while CREATED */
 	struct coffer__dl holders;     /* struct holder */
 	uint32_t islot;		       /* its index slot + 1 while published, else 0 */
+	bool used;		       /* CLOCK's referenced bit for the store's own uses */
 };
 
 struct entry {
@@ -303,6 +304,7 @@ static void lru_update(struct coffer__ot *ot, struct obj *o)
 		coffer__dl_add_tail(&ot->lru, &o->lru); /* most recently used at the tail */
 		ot->evictable_bytes += bytes;
 		ot->nlru++;
+		o->used = true; /* inserted referenced, as CLOCK inserts a page */
 	} else if (!want && on) {
 		coffer__dl_del(&o->lru);
 		ot->evictable_bytes -= bytes;
@@ -354,17 +356,6 @@ static bool accessed_clear(struct coffer__ot *ot, const struct obj *o)
 	return true;
 }
 
-/* A sealed object enters the LRU tail as just used: its bit starts set, as CLOCK inserts a
- * page referenced. Clear, it would be evicted before older objects that were read once
- * long ago (their second chance would put them behind it). */
-static void accessed_set(struct coffer__ot *ot, const struct obj *o)
-{
-	uint32_t i = o->islot - 1;
-
-	if (o->islot != 0 && ot->access != NULL)
-		__atomic_fetch_or(&ot->access[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELAXED);
-}
-
 /* @o just became its entry's sealed current object: make it readable through the index.
  * @slot: a slot + 1 to reuse (the version it replaces had it), or 0 to find one. When the
  * probe window is full the object is simply not indexed (clients then ask the store). */
@@ -388,7 +379,7 @@ static void index_publish(struct coffer__ot *ot, struct obj *o, uint32_t slot)
 	}
 	index_write(&ot->index[slot - 1], COFFER_INDEX_LIVE, o->e->oid, o->off, o->size);
 	o->islot = slot;
-	accessed_set(ot, o);
+	(void)accessed_clear(ot, o); /* reads of the version before count for nothing */
 }
 
 /* @o stops being readable through the index (before its block can be freed). A slot
@@ -706,13 +697,20 @@ static bool evict_one(struct coffer__ot *ot)
 
 	if (coffer__dl_empty(&ot->lru))
 		return false;
-	/* CLOCK's second chance for objects used since the bit was last cleared (sealed, or
-	 * read through the index; runtime/proto.h, access map): they move to the tail as a
-	 * release would move them. At most one pass: clients may set bits as fast as this
-	 * clears them, and after one pass every bit that was set is cleared. */
+	/* CLOCK: an object used since it was last passed over (put on the list by a seal or a
+	 * release, or read through the index: runtime/proto.h, access map) gets a second
+	 * chance at the tail, its bits cleared. At most one pass: clients may set bits as
+	 * fast as this clears them, and after one pass every bit that was set is cleared. */
 	for (size_t chances = 0;; chances++) {
+		bool read, used;
+
 		o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
-		if (chances == ot->nlru || !accessed_clear(ot, o))
+		if (chances == ot->nlru)
+			break;
+		read = accessed_clear(ot, o);
+		used = o->used;
+		o->used = false;
+		if (!read && !used)
 			break;
 		coffer__dl_del(&o->lru);
 		coffer__dl_add_tail(&ot->lru, &o->lru);

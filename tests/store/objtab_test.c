@@ -375,9 +375,9 @@ static bool cached(struct coffer__ot *ot, struct coffer__owner *ow, uint8_t id)
 }
 
 /*
- * Reads through the index count as uses for eviction (CLOCK, access map): a sealed object
- * starts marked (just used), so the first eviction passes over all four objects filling
- * the arena, clearing their bits, and evicts the oldest; then object 2 is read through the
+ * Reads through the index count as uses for eviction (CLOCK, access map): an object put
+ * on the LRU list counts as just used, so the first eviction passes over all four objects
+ * filling the arena, clearing their marks, and evicts the oldest; then object 2 is read through the
  * index, and the next two evictions take 3 and 4, not 2. A client that sets every bit
  * cannot stop eviction: it passes over each object at most once, then evicts.
  */
@@ -396,7 +396,7 @@ static void test_index_reads_keep_objects_cached(void **state)
 		assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, id, 0, COFFER_SEAL_RELEASE, 0, NULL),
 				 0);
 		assert_non_null(index_find(id));
-		assert_true(index_marked(id)); /* sealed: just used */
+		assert_false(index_marked(id)); /* a new slot starts clear */
 	}
 	/* all marked: one pass clears them, and the oldest goes */
 	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 5, CAP / 4, 0, 0, NULL), 0);
