@@ -32,6 +32,7 @@
  * file shorter than the slots, a pipe, a count whose bytes overflow) are refused at connect.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -74,7 +75,51 @@ struct fake {
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
+	int shrink;	     /* enum fake_shrink: the file the fake passes unsealed */
+	atomic_int victim;   /* that file (a dup the test shrinks), -1 until passed */
+	atomic_int hold;     /* the test asks the fake to stop touching its ring */
+	atomic_int held;     /* the fake no longer touches it */
+	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
 };
+
+/*
+ * Which of the files the fake passes for mapping it leaves unsealed, so that it can shrink
+ * it after the client mapped it (an honest store seals all of them: F_SEAL_SHRINK | F_SEAL_GROW
+ * | F_SEAL_SEAL). A client touching a page of a shared mapping past the end of its file dies
+ * of SIGBUS.
+ */
+enum fake_shrink {
+	SHR_NONE = 0,
+	SHR_ARENA,    /* the arena (with IX_LIES, read through the index) */
+	SHR_INDEX,    /* the object index (IX_LIES) */
+	SHR_DOORBELL, /* the connection's doorbell page */
+	SHR_CHAN,     /* the channel's rings */
+};
+
+/* A memfd of @bytes for the client to map: sealed as an honest store's, unless it is the
+ * file the fake means to shrink (@shr == @f->shrink), whose dup goes to f->victim. */
+static int fake_memfd(struct fake *f, const char *name, off_t bytes, int shr)
+{
+	bool victim = shr == f->shrink;
+	int fd = memfd_create(name, MFD_CLOEXEC | (victim ? 0 : MFD_ALLOW_SEALING)), d;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, bytes) < 0)
+		goto fail;
+	if (!victim && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	if (victim) {
+		d = dup(fd);
+		if (d < 0)
+			goto fail;
+		atomic_store(&f->victim, d);
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
 
 /* What object index a fake announces (0: none; each other one waits for EOF after HELLO). */
 enum fake_index {
@@ -107,12 +152,32 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 	uint32_t cons = 0, rprod = 0;
 
 	while (!atomic_load(&f->stop)) {
-		struct pollfd p = {.fd = sock, .events = 0};
-		uint32_t prod = __atomic_load_n(&shm->req.prod, __ATOMIC_ACQUIRE);
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		uint32_t prod;
 		bool wrote = false;
 
-		if (poll(&p, 1, 1) > 0 && (p.revents & (POLLHUP | POLLERR)))
-			return; /* the client disconnected */
+		if (poll(&p, 1, 1) > 0) {
+			uint8_t m[256];
+			struct coffer_msg_hdr h;
+			unsigned int nfds;
+			int fds[4];
+			long n = coffer__recv_fds(sock, m, sizeof(m), fds, &nfds, 4, 0);
+
+			if (n <= 0)
+				return; /* the client disconnected */
+			/* a channel the client refused (SHR_CHAN) is closed again */
+			if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
+			    h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
+			    fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0) < 0)
+				f->errors++;
+			else
+				f->chan_closes++;
+		}
+		if (atomic_load(&f->hold)) { /* the test shrinks the rings: touch them no more */
+			atomic_store(&f->held, 1);
+			continue;
+		}
+		prod = __atomic_load_n(&shm->req.prod, __ATOMIC_ACQUIRE);
 		while (cons != prod) {
 			struct coffer_req r;
 			struct coffer_rep a = {0};
@@ -271,15 +336,13 @@ static int fake_index(struct fake *f, struct coffer_hello_reply *hello, int *fd)
 	default:
 		break;
 	}
-	*fd = memfd_create("fake-index", MFD_CLOEXEC);
-	if (*fd < 0)
-		return -1;
 	hello->index_slots = f->index_mode == IX_NOT_POW2 ? 1000
 			     : f->index_mode == IX_HUGE	  ? 1u << 31
 							  : FAKE_IX_SLOTS;
 	if (f->index_mode == IX_SHORT)
 		bytes -= 64;
-	if (ftruncate(*fd, (off_t)bytes) < 0)
+	*fd = fake_memfd(f, "fake-index", (off_t)bytes, SHR_INDEX);
+	if (*fd < 0)
 		return -1;
 	if (f->index_mode == IX_LIES) {
 		f->index = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -322,10 +385,19 @@ static void *fake_main(void *arg)
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 || h.type != COFFER_MSG_HELLO)
 		goto fail;
-	arena = memfd_create("fake-arena", MFD_CLOEXEC);
-	if (arena < 0 || ftruncate(arena, FAKE_ARENA) < 0)
+	if (f->huge_arena) { /* as a -d hugetlbfs file: it cannot be sealed */
+		hello.arena_bytes = f->huge_arena;
+		arena = memfd_create("fake-arena", MFD_CLOEXEC | MFD_HUGETLB);
+		if (arena >= 0 && ftruncate(arena, (off_t)f->huge_arena) < 0) {
+			close(arena);
+			arena = -1;
+		}
+	} else {
+		arena = fake_memfd(f, "fake-arena", FAKE_ARENA, SHR_ARENA);
+	}
+	if (arena < 0)
 		goto fail;
-	base = mmap(NULL, FAKE_ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
+	base = mmap(NULL, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
 	if (base == MAP_FAILED)
 		goto fail;
 	memcpy(base + 4096, f->greeting ? f->greeting : "hello-fake", 10);
@@ -343,13 +415,16 @@ static void *fake_main(void *arg)
 		goto fail;
 	{
 		/* index_slots 0 (IX_NONE): the fourth fd (the object index) is not mapped */
-		int out[4] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell, -1};
+		int out[4] = {arena,
+			      fake_memfd(f, "fake-doorbell",
+					 f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES,
+					 SHR_DOORBELL),
+			      bell, -1};
 		uint32_t sleeping = 1;
 
 		if (fake_index(f, &hello, &out[3]) < 0)
 			goto fail;
 		if (out[1] < 0 ||
-		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
 					   offsetof(struct coffer_doorbell, store_sleeping)) !=
 					sizeof(sleeping)) ||
@@ -370,18 +445,25 @@ static void *fake_main(void *arg)
 		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, MSG_DONTWAIT);
 		if (n != 0)
 			f->errors++;
-		munmap(base, FAKE_ARENA);
+		munmap(base, hello.arena_bytes);
 		close(bell);
 		close(sock);
 		return NULL;
 	}
 
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
+	if (n == 0 && f->shrink != SHR_NONE) {
+		/* the client refused the file we would have shrunk, and hung up */
+		munmap(base, hello.arena_bytes);
+		close(bell);
+		close(sock);
+		return NULL;
+	}
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
 	    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
 		goto fail;
-	seg = memfd_create("fake-chan", MFD_CLOEXEC);
-	if (seg < 0 || ftruncate(seg, (off_t)shm_bytes) < 0)
+	seg = fake_memfd(f, "fake-chan", (off_t)shm_bytes, SHR_CHAN);
+	if (seg < 0)
 		goto fail;
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
@@ -417,7 +499,7 @@ static void *fake_main(void *arg)
 	}
 	close(fds[0]);
 	munmap(sm, shm_bytes);
-	munmap(base, FAKE_ARENA);
+	munmap(base, hello.arena_bytes);
 	close(seg);
 	close(bell);
 	close(sock);
@@ -428,14 +510,17 @@ fail:
 	return NULL;
 }
 
-static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
-			    const char *greeting, int index_mode)
+static int setup_fake_full(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+			   const char *greeting, int index_mode, int shrink, uint64_t huge_arena)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!f)
 		return -1;
+	f->shrink = shrink;
+	f->victim = -1;
+	f->huge_arena = huge_arena;
 	f->index_mode = index_mode;
 	f->greeting = greeting;
 	f->short_doorbell = short_doorbell;
@@ -456,6 +541,13 @@ static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id,
 		return -1;
 	*state = f;
 	return 0;
+}
+
+static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+			    const char *greeting, int index_mode)
+{
+	return setup_fake_full(state, short_doorbell, bad_chan_id, bad_bell, greeting, index_mode,
+			       SHR_NONE, 0);
 }
 
 static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
@@ -509,11 +601,71 @@ static int setup_bad_bell(void **state)
 	return setup_fake(state, false, false, true, NULL);
 }
 
+static int setup_shrink_arena(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_ARENA, 0);
+}
+
+static int setup_shrink_index(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_INDEX, 0);
+}
+
+static int setup_shrink_doorbell(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_DOORBELL, 0);
+}
+
+static int setup_shrink_chan(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_CHAN, 0);
+}
+
+/* The system's default hugepage size in bytes, 0 when it has none. */
+static uint64_t hugepage_bytes(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *m = fopen("/proc/meminfo", "re");
+
+	if (!m)
+		return 0;
+	while (fgets(line, sizeof(line), m))
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			break;
+	fclose(m);
+	return (uint64_t)kb * 1024;
+}
+
+/* A fake whose arena is an unsealed hugetlb file of one hugepage (as `coffer-store -d`'s
+ * hugetlbfs file), with an honest index; none when the machine has no free hugepage. */
+static int setup_huge_arena(void **state)
+{
+	uint64_t hp = hugepage_bytes();
+	int fd = hp ? memfd_create("probe", MFD_CLOEXEC | MFD_HUGETLB) : -1;
+	void *p = MAP_FAILED;
+
+	if (fd >= 0 && ftruncate(fd, (off_t)hp) == 0)
+		p = mmap(NULL, hp, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (p == MAP_FAILED) {
+		*state = NULL;
+		return 0; /* the test skips */
+	}
+	munmap(p, hp);
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_NONE, hp);
+}
+
 static int teardown(void **state)
 {
 	struct fake *f = *state;
 
+	if (f == NULL)
+		return 0; /* skipped before a fake started */
 	atomic_store(&f->stop, 1);
+	if (f->victim >= 0)
+		close(f->victim);
 	/* a test that failed before it connected leaves the fake in accept(): wake it */
 	shutdown(f->lsock, SHUT_RDWR);
 	if (!f->joined)
@@ -845,6 +997,106 @@ static void test_index_mismatch(void **state)
 	expect_connect_refused(*state);
 }
 
+/*
+ * What the client touches of the file the fake shrank: a read through the index touches
+ * the index and the arena, a request the doorbell page and the rings.
+ */
+static void touch_after_shrink(struct fake *f, coffer_handle_t c)
+{
+	struct coffer_oid oid = {{4}};
+	const void *d = NULL;
+	coffer_handle_t eq;
+	uint8_t buf[16];
+
+	if (f->shrink == SHR_ARENA || f->shrink == SHR_INDEX) {
+		print_message("read %lld\n",
+			      (long long)coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL));
+		return;
+	}
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	print_message("get %d\n", get_greeting(c, eq, &d));
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+}
+
+/*
+ * A store that passes an arena, object index or doorbell page without F_SEAL_SHRINK can
+ * truncate it after the client mapped it, and the client's next touch of the mapping dies
+ * of SIGBUS. connect must refuse such a file (-EPROTO). Without that check connect
+ * succeeds, the fake shrinks the file, and the client's next read or request faults.
+ */
+static void test_shrinkable_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+	int rc = coffer_connect(f->path, &c);
+
+	if (rc == 0) {
+		print_message("connect accepted a file its store can shrink: shrinking it\n");
+		assert_int_equal(ftruncate(atomic_load(&f->victim), 0), 0);
+		touch_after_shrink(f, c); /* SIGBUS */
+		assert_int_equal(coffer_disconnect(c), 0);
+	}
+	assert_int_equal(rc, -EPROTO);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF */
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/* The same for a channel's rings: the first request fails with -EPROTO and the channel is
+ * closed again at the store; the connection stays usable for index reads. */
+static void test_shrinkable_rings_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+	int rc;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	rc = get_greeting(c, eq, &d);
+	if (rc == 0) {
+		print_message("the channel's rings can shrink under the client: shrinking them\n");
+		atomic_store(&f->hold, 1);
+		while (!atomic_load(&f->held))
+			usleep(100);
+		assert_int_equal(ftruncate(atomic_load(&f->victim), 0), 0);
+		print_message("get %d\n", get_greeting(c, eq, &d)); /* SIGBUS */
+	}
+	assert_int_equal(rc, -EPROTO);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * A hugetlbfs file cannot be sealed (coffer-store -d): the client accepts one whose size
+ * covers the arena it announces, and reads through it (docs/protocol.md says what a hostile
+ * store can still do with such a file).
+ */
+static void test_huge_arena_accepted(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oid = {{4}};
+	coffer_handle_t c;
+	uint8_t buf[16] = {0};
+
+	if (f == NULL)
+		skip(); /* no free hugepage */
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL), 10);
+	assert_memory_equal(buf, "hello-fake", 10);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -858,6 +1110,13 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_short, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_pipe, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_huge, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_arena, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_index, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_doorbell,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_rings_refused, setup_shrink_chan,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_arena_accepted, setup_huge_arena, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
