@@ -179,15 +179,14 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 			 int flags)
 {
 	uint64_t bytes = (uint64_t)h->index_slots * sizeof(struct coffer_index_slot);
-	struct stat st;
 	void *p;
 	int rc = 0;
 
 	if (h->index_slots == 0 || fd < 0)
 		goto out;
 	if ((h->index_slots & (h->index_slots - 1)) != 0 ||
-	    h->index_slots > COFFER_INDEX_SLOTS_MAX || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+	    h->index_slots > COFFER_INDEX_SLOTS_MAX || bytes > SIZE_MAX ||
+	    coffer__fd_mappable(fd, bytes, NULL) < 0) {
 		rc = -EPROTO;
 		goto out;
 	}
@@ -234,8 +233,9 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 			goto out;
 		}
 	}
-	/* Never map past the end of the file: a later touch would be a SIGBUS. */
-	if ((uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+	/* Never map past the end of the file, nor a file the store could shrink later: a
+	 * touch past its end would be a SIGBUS (test_shrinkable_refused). */
+	if (bytes > SIZE_MAX || coffer__fd_mappable(fd, bytes, NULL) < 0) {
 		rc = -EPROTO;
 		goto out;
 	}
@@ -529,13 +529,12 @@ static void *conn_monitor(void *arg)
 /* ---- connect / disconnect ----------------------------------------------------------- */
 
 /* Maps the doorbell page the store passed in HELLO_REPLY (runtime/proto.h). Return: 0;
- * -EPROTO (not a page-sized file: mapping it could fault); -ENOMEM. */
+ * -EPROTO (not a page-sized file sealed against shrinking: mapping it could fault); -ENOMEM. */
 static int doorbell_map(int fd, struct coffer_doorbell **db)
 {
-	struct stat st;
 	void *p;
 
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)COFFER_DOORBELL_BYTES)
+	if (coffer__fd_mappable(fd, COFFER_DOORBELL_BYTES, NULL) < 0)
 		return -EPROTO;
 	p = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
