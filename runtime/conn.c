@@ -832,14 +832,21 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 /* coffer_store_query(): see coffer/store.h. */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc;
 
-	if (!hh || !info)
+	if (!info)
 		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	/* The hash is loaded and its reference taken in one read-side section: a racing last
+	 * coffer_disconnect() stops the runtime, and coffer_fini() frees the hash after a grace
+	 * period unless a record is still held (test_ctl_calls_vs_last_disconnect: a
+	 * use-after-free without it). The reference keeps it valid for the putref. */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
+	coffer__rcu_read_unlock();
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);
