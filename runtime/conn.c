@@ -755,15 +755,18 @@ err_fini:
 /* coffer_disconnect(): see coffer/store.h. */
 COFFER_API int coffer_disconnect(coffer_handle_t connh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
 
-	if (!hh)
-		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	/* Loaded and referenced in one read-side section: another thread's disconnect of the
+	 * same handle may be the last one and stop the runtime (see coffer_store_query). */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
+	coffer__rcu_read_unlock();
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);

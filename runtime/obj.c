@@ -527,15 +527,21 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
  * -EINVAL (not an object handle, as coffer_obj_close() says; runtime not initialised). */
 static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	int rc = -ENOENT;
 
 	/* A connection or EQ handle is the caller's mistake, not a missing object (a get
 	 * answering -ENOENT would read as "not sealed in time"). */
-	if (!hh || (oh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_OBJ)
+	if ((oh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_OBJ)
 		return -EINVAL;
+	/* the hash is loaded inside the section: see coffer_obj_open() */
 	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	if (!hh) {
+		coffer__rcu_read_unlock();
+		return -EINVAL;
+	}
 	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);
 	if (link) {
 		const struct obj_rec *r = REC_OF_LINK(link);
