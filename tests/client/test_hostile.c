@@ -12,6 +12,8 @@
  *   5  rep.prod jumps 1000 entries ahead (corrupt ring)             -> connection dead
  *   6  no answer at all (pending when 5 breaks the connection)      -> -ENOTCONN
  *   7  GET ok with another segment id                               -> -EPROTO
+ *   -  RESERVE (no ID) of 64 bytes at 32 bytes before the arena's end -> -EPROTO, no pointer;
+ *      of any other size at 8192                                     -> 0
  * The client must map every lie to an error on that event only, count stray replies, and
  * on the corrupt ring complete everything pending with -ENOTCONN; nothing may crash (run
  * under ASan/UBSan too). A second fake passes a doorbell page shorter than a page: touching
@@ -187,6 +189,11 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			a.tag = r.tag;
 			a.segment = FAKE_SEGMENT;
 			switch (r.oid[0]) {
+			case 0: /* RESERVE (no ID): 64 bytes at 32 before the end, or honest */
+				if (r.op != COFFER_OP_RESERVE)
+					f->errors++;
+				a.offset = r.size == 64 ? FAKE_ARENA - 32 : 8192;
+				break;
 			case 1:
 				a.offset = FAKE_ARENA - 10;
 				a.size = 100;
@@ -726,6 +733,25 @@ static void test_lies(void **state)
 	assert_int_equal(coffer_obj_get(oh[7], 0, &rd[7], &sz[7], &ev[7]), 0);
 	assert_int_equal(poll_one(eq, &ev[7]), 0);
 	assert_int_equal(ev[7].ev_error, -EPROTO);
+
+	/* reservations (one bulk event): a block past the arena's end is no pointer */
+	{
+		void *rv[3] = {&rv, &rv, &rv};
+		struct coffer_event rev;
+
+		assert_int_equal(coffer_event_init(&rev, eq, NULL), 0);
+		assert_int_equal(coffer_obj_reserve(c, 64, 3, rv, &rev), 0);
+		assert_int_equal(poll_one(eq, &rev), 0);
+		assert_int_equal(rev.ev_error, -EPROTO);
+		for (int i = 0; i < 3; i++)
+			assert_null(rv[i]);
+		assert_int_equal(coffer_obj_reserve(c, 16, 2, rv, &rev), 0);
+		assert_int_equal(poll_one(eq, &rev), 0);
+		assert_int_equal(rev.ev_error, 0);
+		assert_ptr_equal(rv[0], rv[1]);
+		memset(rv[0], 0x5a, 16); /* inside the arena */
+		assert_int_equal(coffer_event_fini(&rev), 0);
+	}
 
 	/* an honest answer still works after all that */
 	assert_int_equal(coffer_obj_get(oh[4], 0, &rd[4], &sz[4], &ev[4]), 0);
