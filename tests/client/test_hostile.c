@@ -13,7 +13,8 @@
  *   6  no answer at all (pending when 5 breaks the connection)      -> -ENOTCONN
  *   7  GET ok with another segment id                               -> -EPROTO
  *   -  RESERVE (no ID) of 64 bytes at 32 bytes before the arena's end -> -EPROTO, no pointer;
- *      of any other size at 8192                                     -> 0
+ *      of any other size at 8192                                     -> 0; of 48 bytes: the
+ *      first of the batch is answered, then the fake dies (closes everything)
  * The client must map every lie to an error on that event only, count stray replies, and
  * on the corrupt ring complete everything pending with -ENOTCONN; nothing may crash (run
  * under ASan/UBSan too). A second fake passes a doorbell page shorter than a page: touching
@@ -152,8 +153,9 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			    const struct coffer_req *reqs, struct coffer_rep *reps, int client_bell)
 {
 	uint32_t cons = 0, rprod = 0;
+	bool die = false; /* a RESERVE of 48 bytes was answered: stop after this batch */
 
-	while (!atomic_load(&f->stop)) {
+	while (!atomic_load(&f->stop) && !die) {
 		struct pollfd p = {.fd = sock, .events = POLLIN};
 		uint32_t prod;
 		bool wrote = false;
@@ -192,6 +194,9 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			case 0: /* RESERVE (no ID): 64 bytes at 32 before the end, or honest */
 				if (r.op != COFFER_OP_RESERVE)
 					f->errors++;
+				if (r.size == 48 && die)
+					continue; /* dies before it answers the rest of the batch */
+				die = die || r.size == 48;
 				a.offset = r.size == 64 ? FAKE_ARENA - 32 : 8192;
 				break;
 			case 1:
@@ -1024,6 +1029,46 @@ static void test_index_mismatch(void **state)
 }
 
 /*
+ * A store that dies in the middle of a batch of reservations: it answered the first of
+ * three. The event completes with -ENOTCONN (the store, and every reservation with it, is
+ * gone); a pointer the reply gave stays writable until the disconnect (the arena stays
+ * mapped), and every later call says -ENOTCONN.
+ */
+static void test_dies_mid_reserve(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	struct coffer_event ev;
+	void *rv[3] = {&rv, &rv, &rv};
+	int nonnull = 0;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 48, 3, rv, &ev), 0);
+	assert_int_equal(poll_one(eq, &ev), 0);
+	assert_int_equal(ev.ev_error, -ENOTCONN);
+	for (int i = 0; i < 3; i++) {
+		print_message("block %d: %p\n", i, rv[i]);
+		if (rv[i] != NULL) {
+			memset(rv[i], 0x5a, 48);
+			nonnull++;
+		}
+	}
+	assert_true(nonnull <= 1);
+	assert_int_equal(
+	    coffer_obj_put(c, &(struct coffer_oid){{9}}, rv[0] ? rv[0] : rv, 48, 0, NULL),
+	    rv[0] ? -ENOTCONN : -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 16, 1, rv, NULL), -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
  * What the client touches of the file the fake shrank: a read through the index touches
  * the index and the arena, a request the doorbell page and the rings.
  */
@@ -1143,6 +1188,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shrinkable_rings_refused, setup_shrink_chan,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_huge_arena_accepted, setup_huge_arena, teardown),
+	    cmocka_unit_test_setup_teardown(test_dies_mid_reserve, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
