@@ -78,11 +78,12 @@ struct fake {
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
-	int shrink;	     /* enum fake_shrink: the file the fake passes unsealed */
-	atomic_int victim;   /* that file (a dup the test shrinks), -1 until passed */
-	atomic_int hold;     /* the test asks the fake to stop touching its ring */
-	atomic_int held;     /* the fake no longer touches it */
-	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
+	int shrink;	      /* enum fake_shrink: the file the fake passes unsealed */
+	atomic_int victim;    /* that file (a dup the test shrinks), -1 until passed */
+	atomic_int hold;      /* the test asks the fake to stop touching its ring */
+	atomic_int held;      /* the fake no longer touches it */
+	uint64_t huge_arena;  /* non-zero: an unsealed hugetlb arena of this many bytes */
+	atomic_int hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: 3 fds */
 };
 
 /*
@@ -440,14 +441,20 @@ static void *fake_main(void *arg)
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
 					   offsetof(struct coffer_doorbell, store_sleeping)) !=
 					sizeof(sleeping)) ||
-		    out[3] < 0 ||
-		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 4) < 0)
+		    out[3] < 0)
+			goto fail;
+		if (f->hello_fds == 1) {
+			out[0] = bell;
+			out[2] = arena;
+		}
+		if (fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out,
+			      f->hello_fds == 2 ? 3 : 4) < 0)
 			goto fail;
 		close(out[1]);
 		close(out[3]);
 	}
 	close(arena);
-	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE) {
+	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds) {
 		/* the client must hang up, having mapped nothing / written nothing (or, with
 		 * IX_LIES, having read through the index only: no request) */
 		struct pollfd p = {.fd = sock, .events = POLLIN};
@@ -611,6 +618,26 @@ static int setup_bad_chan_id(void **state)
 static int setup_bad_bell(void **state)
 {
 	return setup_fake(state, false, false, true, NULL);
+}
+
+static int setup_hello_fds(void **state, int mode)
+{
+	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
+
+	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
+	if (rc == 0)
+		((struct fake *)*state)->hello_fds = mode;
+	return rc;
+}
+
+static int setup_hello_swapped(void **state)
+{
+	return setup_hello_fds(state, 1);
+}
+
+static int setup_hello_3fds(void **state)
+{
+	return setup_hello_fds(state, 2);
 }
 
 static int setup_shrink_arena(void **state)
@@ -1028,6 +1055,26 @@ static void test_index_mismatch(void **state)
 	expect_connect_refused(*state);
 }
 
+/* Open fds of this process. */
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* HELLO_REPLY's fds in the wrong order (an eventfd where the arena goes) or one too few:
+ * refused with -EPROTO, and none of them kept. */
+static void test_hello_fds_refused(void **state)
+{
+	int before = count_fds();
+
+	expect_connect_refused(*state);
+	assert_int_equal(count_fds(), before);
+}
+
 /*
  * A store that dies in the middle of a batch of reservations: it answered the first of
  * three. The event completes with -ENOTCONN (the store, and every reservation with it, is
@@ -1189,6 +1236,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_huge_arena_accepted, setup_huge_arena, teardown),
 	    cmocka_unit_test_setup_teardown(test_dies_mid_reserve, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
