@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -84,6 +85,7 @@ struct fake {
 	atomic_int held;      /* the fake no longer touches it */
 	uint64_t huge_arena;  /* non-zero: an unsealed hugetlb arena of this many bytes */
 	atomic_int hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: 3 fds */
+	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
 };
 
 /*
@@ -170,13 +172,24 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 
 			if (n <= 0)
 				return; /* the client disconnected */
-			/* a channel the client refused (SHR_CHAN) is closed again */
-			if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
-			    h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
-			    fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0) < 0)
+			/* a channel the client refused (SHR_CHAN) is closed again; a QUERY is
+			 * answered (with query_fd attached when set) */
+			if (coffer__msg_check(m, (size_t)n, &h) == 0 &&
+			    h.type == COFFER_MSG_QUERY && nfds == 0) {
+				struct coffer_store_info info = {.capacity_bytes = FAKE_ARENA};
+				int qfd = atomic_load(&f->query_fd);
+
+				if (fake_send(sock, COFFER_MSG_QUERY_REPLY, &info, sizeof(info),
+					      &qfd, qfd > 0 ? 1 : 0) < 0)
+					f->errors++;
+			} else if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
+				   h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
+				   fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL,
+					     0) < 0) {
 				f->errors++;
-			else
+			} else {
 				f->chan_closes++;
+			}
 		}
 		if (atomic_load(&f->hold)) { /* the test shrinks the rings: touch them no more */
 			atomic_store(&f->held, 1);
@@ -1055,6 +1068,49 @@ static void test_index_mismatch(void **state)
 	expect_connect_refused(*state);
 }
 
+/*
+ * A QUERY_REPLY that carries an fd (it must carry none) gets -EPROTO - also when this
+ * process is at its fd limit, so the kernel cannot even install the fd (MSG_CTRUNC). That
+ * case used to answer -EMFILE, which coffer_store_query() does not document (the
+ * -EMFILE path is for replies that must carry fds: HELLO_REPLY, CHANNEL_OPEN_REPLY).
+ */
+static void test_query_reply_with_fd(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c, eq;
+	struct rlimit old, lim;
+	const void *d = NULL;
+	int qfd = memfd_create("fake-query", MFD_CLOEXEC), free_fd = 0, rc;
+
+	assert_true(qfd > 0);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fake now serves the socket too */
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.capacity_bytes, FAKE_ARENA);
+	atomic_store(&f->query_fd, qfd);
+	assert_int_equal(coffer_store_query(c, &info), -EPROTO);
+	/* at the limit: the lowest free fd number is the first one refused */
+	while (fcntl(free_fd, F_GETFD) >= 0)
+		free_fd++;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)free_fd;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	rc = coffer_store_query(c, &info);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, -EPROTO);
+	atomic_store(&f->query_fd, 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	close(qfd);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
 /* Open fds of this process. */
 static int count_fds(void)
 {
@@ -1238,6 +1294,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dies_mid_reserve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
+	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
