@@ -368,6 +368,13 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 
 		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
 					  COFFER_MSG_FDS_MAX, 0, &kept);
+		if (n == -EMFILE && nfds == 0) {
+			/* fds where our reply takes none (the kernel could not even install them:
+			 * we are at our fd limit): a malformed reply, not our shortage
+			 * (test_query_reply_with_fd) */
+			rc = -EPROTO;
+			goto out;
+		}
 		if (n == -EMFILE && kept > 0 && coffer__msg_check(in, kept, &hdr) == 0 &&
 		    hdr.type == reply_type && hdr.length - sizeof(hdr) == rlen) {
 			/* Our reply, without the fds it carried: hand its body to the caller,
