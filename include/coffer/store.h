@@ -665,8 +665,9 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
  * same and are the caller's; -ENOTCONN (connection unknown, disconnected or dead: nothing is
  * reserved; a store that died in the middle of the batch may have answered some blocks
  * first: their data[i] still point into the arena, writable until coffer_disconnect(), but
- * are reserved no more - there is nothing to put or give back); before launch: -EINVAL (size 0, @n out of range, NULL @data, not a connection
- * handle), -EAGAIN (@ev only: fewer than @n free slots in the channel), -ENOMEM.
+ * are reserved no more - there is nothing to put or give back); before launch: -EINVAL
+ * (size 0, @n out of range, NULL @data, not a connection handle), -EAGAIN (@ev only: fewer
+ * than @n free slots in the channel), -ENOMEM.
  * Context: any thread; a reservation belongs to the connection, not to the thread.
  * Lifetime: data[i] is valid until the block is put and the object later leaves the store
  * (replaced, deleted or evicted: only write before the put), until it is given back, or
