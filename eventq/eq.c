@@ -513,13 +513,20 @@ static bool eq_handle_valid(coffer_handle_t eqh)
 
 int coffer__eq_get(coffer_handle_t eqh, struct coffer_eq **eqp)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	int rc;
 
-	if (hh == NULL || !eq_handle_valid(eqh))
+	if (!eq_handle_valid(eqh))
 		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, eqh, COFFER_HTYPE_EQ, &link);
+	/* One read-side section from loading the hash to the reference: the runtime's last
+	 * coffer_fini() (a racing last coffer_disconnect() of a program that never called
+	 * coffer_init()) frees an unpublished hash after a grace period unless a record is
+	 * still held (test_ctl_calls_vs_last_disconnect). */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh == NULL ? -EINVAL : coffer_hhash_lookup(hh, eqh, COFFER_HTYPE_EQ, &link);
+	coffer__rcu_read_unlock();
 	if (rc != 0)
 		return rc == -EINVAL ? -EINVAL : -ENOENT;
 	*eqp = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
@@ -609,7 +616,6 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 		free(eq);
 		return -rc;
 	}
-	eq->eq_hh = hh;
 	atomic_init(&eq->eq_stub.next, NULL);
 	atomic_init(&eq->eq_qhead, &eq->eq_stub);
 	eq->eq_qtail = &eq->eq_stub;
@@ -620,7 +626,26 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	eq->eq_link.hl_free = eq_free;
 	eq_all_add(eq); /* eq_free() takes it off again */
 
-	rc = coffer_hhash_insert(hh, &eq->eq_link, COFFER_HTYPE_EQ, &eq->eq_handle);
+	/*
+	 * One read-side section from loading the hash to the insert: the runtime's last
+	 * coffer_fini() (a racing last coffer_disconnect() of a program that never called
+	 * coffer_init()) unpublishes the hash, drains it and frees it after a grace period. An
+	 * insert after the drain of its bucket would keep the table alive for good, so the hash
+	 * must still be the published one after the insert (the drain takes the bucket lock
+	 * after the unpublish): else the EQ is deleted again, and the table frees it
+	 * (test_ctl_calls_vs_last_disconnect: a use-after-free without it).
+	 */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	eq->eq_hh = hh;
+	rc = hh == NULL ? -EINVAL
+			: coffer_hhash_insert(hh, &eq->eq_link, COFFER_HTYPE_EQ, &eq->eq_handle);
+	if (rc == 0 && coffer_hhash_global() != hh) {
+		(void)coffer_hhash_delete_handle(hh, eq->eq_handle, COFFER_HTYPE_EQ);
+		coffer__rcu_read_unlock();
+		return -EINVAL; /* the runtime stopped */
+	}
+	coffer__rcu_read_unlock();
 	if (rc != 0) {
 		eq_free(&eq->eq_link);
 		return rc;
@@ -768,10 +793,13 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 		coffer__eq_deadline(&deadline, timeout_us);
 
 	coffer__rcu_read_lock();
-	link = coffer_hhash_lookup_rcu(hh, eqh, COFFER_HTYPE_EQ);
+	/* Loaded again inside the section: the runtime's last coffer_fini() frees an
+	 * unpublished hash after a grace period (see coffer__eq_get). */
+	hh = coffer_hhash_global();
+	link = hh == NULL ? NULL : coffer_hhash_lookup_rcu(hh, eqh, COFFER_HTYPE_EQ);
 	if (link == NULL) {
 		coffer__rcu_read_unlock();
-		return -ENOENT;
+		return hh == NULL ? -EINVAL : -ENOENT;
 	}
 	eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
 	for (;;) {

@@ -960,7 +960,6 @@ static uint32_t chan_pick_entries(const struct coffer__conn *conn)
 
 static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply *r, int segfd)
 {
-	struct stat st;
 	uint64_t req_end, rep_end;
 	void *p;
 
@@ -979,8 +978,9 @@ static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply
 	    req_end > r->shm_bytes || rep_end > r->shm_bytes ||
 	    (r->req_off < rep_end && r->rep_off < req_end))
 		return -EPROTO;
-	/* Never map more than the file holds: touching the rest would be a SIGBUS. */
-	if (fstat(segfd, &st) < 0 || (uint64_t)st.st_size < r->shm_bytes)
+	/* Never map more than the file holds, nor a file the store could shrink later:
+	 * touching the rest would be a SIGBUS (test_shrinkable_rings_refused). */
+	if (r->shm_bytes > SIZE_MAX || coffer__fd_mappable(segfd, r->shm_bytes, NULL) < 0)
 		return -EPROTO;
 	p = mmap(NULL, r->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, segfd, 0);
 	if (p == MAP_FAILED)

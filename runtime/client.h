@@ -224,9 +224,10 @@ struct coffer__conn *coffer__conn_lookup_rcu(coffer_handle_t connh);
  * coffer__conn_ctl() - one control exchange on the socket: send a message of @type with
  * @body (and @send_fd when >= 0), receive a reply of @reply_type into @rbody (exactly
  * @rlen bytes) and up to @nfds passed descriptors into @fds (-1 when absent).
- * Return: 0; -ENOTCONN (socket gone), -EPROTO (malformed reply), -EMFILE (this process
- * is at its fd limit: the reply came but its fds could not be received; @rbody then holds
- * the reply's body, and the store has done what was asked), or the status of an ERROR
+ * Return: 0; -ENOTCONN (socket gone), -EPROTO (malformed reply; also any message with fds
+ * when @nfds is 0), -EMFILE (@nfds > 0 only: this process is at its fd limit: the reply came
+ * but its fds could not be received; @rbody then holds the reply's body, and the store has
+ * done what was asked), or the status of an ERROR
  * message from the store (@rbody untouched; -EMFILE there: the store is out of fds).
  * Context: any thread; takes conn->ctl_lock; blocks on the socket.
  */

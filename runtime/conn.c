@@ -173,14 +173,6 @@ static void conn_once(void)
 
 /* ---- arena segments ------------------------------------------------------------------ */
 
-/* Whether @fd is a file sealed against shrinking (a memfd with F_SEAL_SHRINK). */
-static bool access_sealed(int fd)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	return seals >= 0 && (seals & F_SEAL_SHRINK);
-}
-
 /* Maps the store's object index of @h read-only into @s (which is not shared yet), and
  * its access map writable. Consumes @fd and @access_fd. Return: 0 (also when @h announces
  * no index), or -EPROTO / -errno. */
@@ -189,19 +181,15 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 {
 	uint64_t bytes = (uint64_t)h->index_slots * sizeof(struct coffer_index_slot);
 	uint64_t abytes = coffer__access_bytes(h->index_slots);
-	struct stat st, ast;
 	void *p, *a;
 	int rc = 0;
 
 	if (h->index_slots == 0 || fd < 0)
 		goto out;
 	if ((h->index_slots & (h->index_slots - 1)) != 0 ||
-	    h->index_slots > COFFER_INDEX_SLOTS_MAX || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < bytes || bytes > SIZE_MAX || access_fd < 0 ||
-	    fstat(access_fd, &ast) < 0 || (uint64_t)ast.st_size < abytes ||
-	    !access_sealed(access_fd)) {
-		/* the access map is mapped writable and touched on every read: one that can
-		 * shrink under us (not sealed) would turn a read into a SIGBUS */
+	    h->index_slots > COFFER_INDEX_SLOTS_MAX || bytes > SIZE_MAX ||
+	    coffer__fd_mappable(fd, bytes, NULL) < 0 || access_fd < 0 ||
+	    coffer__fd_mappable(access_fd, abytes, NULL) < 0) {
 		rc = -EPROTO;
 		goto out;
 	}
@@ -257,8 +245,9 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 			goto out;
 		}
 	}
-	/* Never map past the end of the file: a later touch would be a SIGBUS. */
-	if ((uint64_t)st.st_size < bytes || bytes > SIZE_MAX) {
+	/* Never map past the end of the file, nor a file the store could shrink later: a
+	 * touch past its end would be a SIGBUS (test_shrinkable_refused). */
+	if (bytes > SIZE_MAX || coffer__fd_mappable(fd, bytes, NULL) < 0) {
 		rc = -EPROTO;
 		goto out;
 	}
@@ -395,6 +384,13 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 
 		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
 					  COFFER_MSG_FDS_MAX, 0, &kept);
+		if (n == -EMFILE && nfds == 0) {
+			/* fds where our reply takes none (the kernel could not even install them:
+			 * we are at our fd limit): a malformed reply, not our shortage
+			 * (test_query_reply_with_fd) */
+			rc = -EPROTO;
+			goto out;
+		}
 		if (n == -EMFILE && kept > 0 && coffer__msg_check(in, kept, &hdr) == 0 &&
 		    hdr.type == reply_type && hdr.length - sizeof(hdr) == rlen) {
 			/* Our reply, without the fds it carried: hand its body to the caller,
@@ -556,13 +552,12 @@ static void *conn_monitor(void *arg)
 /* ---- connect / disconnect ----------------------------------------------------------- */
 
 /* Maps the doorbell page the store passed in HELLO_REPLY (runtime/proto.h). Return: 0;
- * -EPROTO (not a page-sized file: mapping it could fault); -ENOMEM. */
+ * -EPROTO (not a page-sized file sealed against shrinking: mapping it could fault); -ENOMEM. */
 static int doorbell_map(int fd, struct coffer_doorbell **db)
 {
-	struct stat st;
 	void *p;
 
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)COFFER_DOORBELL_BYTES)
+	if (coffer__fd_mappable(fd, COFFER_DOORBELL_BYTES, NULL) < 0)
 		return -EPROTO;
 	p = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -785,15 +780,18 @@ err_fini:
 /* coffer_disconnect(): see coffer/store.h. */
 COFFER_API int coffer_disconnect(coffer_handle_t connh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
 
-	if (!hh)
-		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	/* Loaded and referenced in one read-side section: another thread's disconnect of the
+	 * same handle may be the last one and stop the runtime (see coffer_store_query). */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
+	coffer__rcu_read_unlock();
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);
@@ -862,14 +860,21 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 /* coffer_store_query(): see coffer/store.h. */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc;
 
-	if (!hh || !info)
+	if (!info)
 		return -EINVAL;
-	rc = coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link);
+	/* The hash is loaded and its reference taken in one read-side section: a racing last
+	 * coffer_disconnect() stops the runtime, and coffer_fini() frees the hash after a grace
+	 * period unless a record is still held (test_ctl_calls_vs_last_disconnect: a
+	 * use-after-free without it). The reference keeps it valid for the putref. */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
+	coffer__rcu_read_unlock();
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);

@@ -527,15 +527,21 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
  * -EINVAL (not an object handle, as coffer_obj_close() says; runtime not initialised). */
 static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer_hlink *link;
 	int rc = -ENOENT;
 
 	/* A connection or EQ handle is the caller's mistake, not a missing object (a get
 	 * answering -ENOENT would read as "not sealed in time"). */
-	if (!hh || (oh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_OBJ)
+	if ((oh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_OBJ)
 		return -EINVAL;
+	/* the hash is loaded inside the section: see coffer_obj_open() */
 	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	if (!hh) {
+		coffer__rcu_read_unlock();
+		return -EINVAL;
+	}
 	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);
 	if (link) {
 		const struct obj_rec *r = REC_OF_LINK(link);
@@ -585,28 +591,42 @@ static int oid_simple(coffer_handle_t connh, const struct coffer_oid *oid, uint1
 COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *oid,
 			       unsigned int flags, coffer_handle_t *oh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
 	struct coffer__conn *conn;
 	struct obj_rec *r;
 	int rc = 0;
 
-	if (!hh || !oid || !oh || flags != 0)
+	if (!oid || !oh || flags != 0)
 		return -EINVAL;
 	/* a handle of another type (an EQ, an object) is a wrong argument, as in every call */
 	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
 		return -EINVAL;
+	/*
+	 * One read-side section from loading the hash to the insert: a racing last
+	 * coffer_disconnect() stops the runtime, and coffer_fini() unpublishes the hash,
+	 * drains it and frees it after a grace period. Inside the section the hash stays
+	 * valid; an insert that came after the drain of its bucket would stay in the table
+	 * forever (the table with it), so the hash must still be the published one after the
+	 * insert: the drain takes the bucket lock after the unpublish, so an insert that
+	 * missed it sees the change. (test_ctl_calls_vs_last_disconnect: a use-after-free and
+	 * a leaked table without it.)
+	 */
 	coffer__rcu_read_lock();
-	conn = coffer__conn_lookup_rcu(connh);
-	if (!conn)
+	hh = coffer_hhash_global();
+	conn = hh ? coffer__conn_lookup_rcu(connh) : NULL;
+	if (!hh)
+		rc = -EINVAL;
+	else if (!conn)
 		rc = -ENOENT;
 	else
 		rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
-	coffer__rcu_read_unlock();
 	if (rc < 0)
-		return rc;
+		goto out;
 	r = rec_alloc();
-	if (!r)
-		return -ENOMEM;
+	if (!r) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	memset(&r->link, 0, sizeof(r->link));
 	r->link.hl_free = rec_free;
 	r->oid = *oid;
@@ -616,19 +636,30 @@ COFFER_API int coffer_obj_open(coffer_handle_t connh, const struct coffer_oid *o
 		/* never published: straight back to this thread's cache */
 		r->fnext = t_recs;
 		t_recs = r;
+	} else if (coffer_hhash_global() != hh) {
+		/* the connection's last disconnect stopped the runtime meanwhile */
+		(void)coffer_hhash_delete_handle(hh, *oh, COFFER_HTYPE_OBJ);
+		rc = -ENOENT;
 	}
+out:
+	coffer__rcu_read_unlock();
 	return rc;
 }
 
 /* coffer_obj_close(): see coffer/store.h. */
 COFFER_API int coffer_obj_close(coffer_handle_t oh)
 {
-	struct coffer_hhash *hh = coffer_hhash_global();
+	struct coffer_hhash *hh;
+	int rc;
 
-	if (!hh)
-		return -EINVAL;
-	/* One walk under the stripe lock; no reference of our own to take and drop. */
-	return coffer_hhash_delete_handle(hh, oh, COFFER_HTYPE_OBJ);
+	/* One walk under the stripe lock; no reference of our own to take and drop. In a
+	 * read-side section: the runtime's last coffer_fini() may free the hash once it is
+	 * unpublished (see coffer_obj_open). */
+	coffer__rcu_read_lock();
+	hh = coffer_hhash_global();
+	rc = hh ? coffer_hhash_delete_handle(hh, oh, COFFER_HTYPE_OBJ) : -EINVAL;
+	coffer__rcu_read_unlock();
+	return rc;
 }
 
 /* ---- operations on a handle -------------------------------------------------------- */

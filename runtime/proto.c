@@ -18,9 +18,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "runtime/proto_util.h"
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
 
 _Static_assert(sizeof(struct coffer_hello_reply) == 40, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_open) == 8, "wire layout");
@@ -310,6 +315,25 @@ bool coffer__is_eventfd(int fd)
 		return false;
 	link[n] = '\0';
 	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+/* coffer__fd_mappable(): see proto_util.h. */
+int coffer__fd_mappable(int fd, uint64_t bytes, struct stat *st)
+{
+	struct statfs sfs;
+	struct stat s;
+	int seals;
+
+	if (fstat(fd, &s) < 0 || !S_ISREG(s.st_mode) || s.st_size < 0 ||
+	    (uint64_t)s.st_size < bytes)
+		return -EPROTO;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (!(seals >= 0 && (seals & F_SEAL_SHRINK)) &&
+	    !(fstatfs(fd, &sfs) == 0 && (unsigned long)sfs.f_type == HUGETLBFS_MAGIC))
+		return -EPROTO;
+	if (st != NULL)
+		*st = s;
+	return 0;
 }
 
 int coffer__default_socket_path(char *buf, size_t len)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include <coffer/hash.h>
 
@@ -140,6 +141,24 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
  * Return: true or false (also when /proc cannot tell). Context: any thread.
  */
 bool coffer__is_eventfd(int fd);
+
+/**
+ * coffer__fd_mappable() - whether a file the store passed can be mapped shared for @bytes
+ * without the store being able to make our touches of the mapping fault.
+ * @fd: the file (arena, object index, doorbell page, channel rings).
+ * @bytes: how many bytes from offset 0 the caller will map.
+ * @st: out (may be NULL): the file's fstat, when the answer is 0.
+ *
+ * A page of a shared mapping past the end of its file raises SIGBUS when touched, so a
+ * store that truncated a file after we mapped it could kill us at any later read, copy or
+ * doorbell ring. Accepted are: a regular file of at least @bytes sealed against shrinking
+ * (F_SEAL_SHRINK: what coffer-store's memfds carry), and a hugetlbfs file of at least
+ * @bytes, which cannot be sealed (coffer-store -d): a hostile store can still shrink that
+ * one (docs/protocol.md). A shmem file without F_SEAL_SHRINK, any other file, a pipe or a
+ * socket is refused.
+ * Return: 0; -EPROTO (refused). Context: any thread.
+ */
+int coffer__fd_mappable(int fd, uint64_t bytes, struct stat *st);
 
 /**
  * coffer__recv_fds() - receive one SOCK_SEQPACKET message and any fds it carries.

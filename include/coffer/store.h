@@ -671,11 +671,15 @@ COFFER_API int coffer_obj_delete(coffer_handle_t connh, const struct coffer_oid 
  * connection holds COFFER_RESERVE_MAX reservations), -EPROTO (the store answered with an
  * offset outside the arena) - the blocks whose data[i] is not NULL are reserved all the
  * same and are the caller's; -ENOTCONN (connection unknown, disconnected or dead: nothing is
- * reserved); before launch: -EINVAL (size 0, @n out of range, NULL @data, not a connection
- * handle), -EAGAIN (@ev only: fewer than @n free slots in the channel), -ENOMEM.
+ * reserved; a store that died in the middle of the batch may have answered some blocks
+ * first: their data[i] still point into the arena, writable until coffer_disconnect(), but
+ * are reserved no more - there is nothing to put or give back); before launch: -EINVAL
+ * (size 0, @n out of range, NULL @data, not a connection handle), -EAGAIN (@ev only: fewer
+ * than @n free slots in the channel), -ENOMEM.
  * Context: any thread; a reservation belongs to the connection, not to the thread.
  * Lifetime: data[i] is valid until the block is put and the object later leaves the store
- * (replaced, deleted or evicted: only write before the put), or until it is given back.
+ * (replaced, deleted or evicted: only write before the put), until it is given back, or
+ * until coffer_disconnect() (also after the store died: the arena stays mapped till then).
  * Source: Plasma's PlasmaClient::Create, split so that the arena block is taken before the
  * ObjectID is known (a preallocated write buffer, filled in place: still zero copy).
  */

@@ -12,6 +12,9 @@
  *   5  rep.prod jumps 1000 entries ahead (corrupt ring)             -> connection dead
  *   6  no answer at all (pending when 5 breaks the connection)      -> -ENOTCONN
  *   7  GET ok with another segment id                               -> -EPROTO
+ *   -  RESERVE (no ID) of 64 bytes at 32 bytes before the arena's end -> -EPROTO, no pointer;
+ *      of any other size at 8192                                     -> 0; of 48 bytes: the
+ *      first of the batch is answered, then the fake dies (closes everything)
  * The client must map every lie to an error on that event only, count stray replies, and
  * on the corrupt ring complete everything pending with -ENOTCONN; nothing may crash (run
  * under ASan/UBSan too). A second fake passes a doorbell page shorter than a page: touching
@@ -43,6 +46,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -75,7 +79,54 @@ struct fake {
 	bool joined;
 	int chan_closes; /* CHANNEL_CLOSE messages for the bad id (bad_chan_id) */
 	atomic_int stop;
+	int shrink;	     /* enum fake_shrink: the file the fake passes unsealed */
+	atomic_int victim;   /* that file (a dup the test shrinks), -1 until passed */
+	atomic_int hold;     /* the test asks the fake to stop touching its ring */
+	atomic_int held;     /* the fake no longer touches it */
+	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
+	atomic_int
+	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
+	atomic_int query_fd; /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
 };
+
+/*
+ * Which of the files the fake passes for mapping it leaves unsealed, so that it can shrink
+ * it after the client mapped it (an honest store seals all of them: F_SEAL_SHRINK | F_SEAL_GROW
+ * | F_SEAL_SEAL). A client touching a page of a shared mapping past the end of its file dies
+ * of SIGBUS.
+ */
+enum fake_shrink {
+	SHR_NONE = 0,
+	SHR_ARENA,    /* the arena (with IX_LIES, read through the index) */
+	SHR_INDEX,    /* the object index (IX_LIES) */
+	SHR_DOORBELL, /* the connection's doorbell page */
+	SHR_CHAN,     /* the channel's rings */
+};
+
+/* A memfd of @bytes for the client to map: sealed as an honest store's, unless it is the
+ * file the fake means to shrink (@shr == @f->shrink), whose dup goes to f->victim. */
+static int fake_memfd(struct fake *f, const char *name, off_t bytes, int shr)
+{
+	bool victim = shr == f->shrink;
+	int fd = memfd_create(name, MFD_CLOEXEC | (victim ? 0 : MFD_ALLOW_SEALING)), d;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, bytes) < 0)
+		goto fail;
+	if (!victim && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	if (victim) {
+		d = dup(fd);
+		if (d < 0)
+			goto fail;
+		atomic_store(&f->victim, d);
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
 
 /* What object index a fake announces (0: none; each other one waits for EOF after HELLO). */
 enum fake_index {
@@ -108,14 +159,46 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			    const struct coffer_req *reqs, struct coffer_rep *reps, int client_bell)
 {
 	uint32_t cons = 0, rprod = 0;
+	bool die = false; /* a RESERVE of 48 bytes was answered: stop after this batch */
 
-	while (!atomic_load(&f->stop)) {
-		struct pollfd p = {.fd = sock, .events = 0};
-		uint32_t prod = __atomic_load_n(&shm->req.prod, __ATOMIC_ACQUIRE);
+	while (!atomic_load(&f->stop) && !die) {
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		uint32_t prod;
 		bool wrote = false;
 
-		if (poll(&p, 1, 1) > 0 && (p.revents & (POLLHUP | POLLERR)))
-			return; /* the client disconnected */
+		if (poll(&p, 1, 1) > 0) {
+			uint8_t m[256];
+			struct coffer_msg_hdr h;
+			unsigned int nfds;
+			int fds[4];
+			long n = coffer__recv_fds(sock, m, sizeof(m), fds, &nfds, 4, 0);
+
+			if (n <= 0)
+				return; /* the client disconnected */
+			/* a channel the client refused (SHR_CHAN) is closed again; a QUERY is
+			 * answered (with query_fd attached when set) */
+			if (coffer__msg_check(m, (size_t)n, &h) == 0 &&
+			    h.type == COFFER_MSG_QUERY && nfds == 0) {
+				struct coffer_store_info info = {.capacity_bytes = FAKE_ARENA};
+				int qfd = atomic_load(&f->query_fd);
+
+				if (fake_send(sock, COFFER_MSG_QUERY_REPLY, &info, sizeof(info),
+					      &qfd, qfd > 0 ? 1 : 0) < 0)
+					f->errors++;
+			} else if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
+				   h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
+				   fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL,
+					     0) < 0) {
+				f->errors++;
+			} else {
+				f->chan_closes++;
+			}
+		}
+		if (atomic_load(&f->hold)) { /* the test shrinks the rings: touch them no more */
+			atomic_store(&f->held, 1);
+			continue;
+		}
+		prod = __atomic_load_n(&shm->req.prod, __ATOMIC_ACQUIRE);
 		while (cons != prod) {
 			struct coffer_req r;
 			struct coffer_rep a = {0};
@@ -125,6 +208,14 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			a.tag = r.tag;
 			a.segment = FAKE_SEGMENT;
 			switch (r.oid[0]) {
+			case 0: /* RESERVE (no ID): 64 bytes at 32 before the end, or honest */
+				if (r.op != COFFER_OP_RESERVE)
+					f->errors++;
+				if (r.size == 48 && die)
+					continue; /* dies before it answers the rest of the batch */
+				die = die || r.size == 48;
+				a.offset = r.size == 64 ? FAKE_ARENA - 32 : 8192;
+				break;
 			case 1:
 				a.offset = FAKE_ARENA - 10;
 				a.size = 100;
@@ -274,15 +365,13 @@ static int fake_index(struct fake *f, struct coffer_hello_reply *hello, int *fd)
 	default:
 		break;
 	}
-	*fd = memfd_create("fake-index", MFD_CLOEXEC);
-	if (*fd < 0)
-		return -1;
 	hello->index_slots = f->index_mode == IX_NOT_POW2 ? 1000
 			     : f->index_mode == IX_HUGE	  ? 1u << 31
 							  : FAKE_IX_SLOTS;
 	if (f->index_mode == IX_SHORT)
 		bytes -= 64;
-	if (ftruncate(*fd, (off_t)bytes) < 0)
+	*fd = fake_memfd(f, "fake-index", (off_t)bytes, SHR_INDEX);
+	if (*fd < 0)
 		return -1;
 	if (f->index_mode == IX_LIES) {
 		f->index = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -345,10 +434,19 @@ static void *fake_main(void *arg)
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 || h.type != COFFER_MSG_HELLO)
 		goto fail;
-	arena = memfd_create("fake-arena", MFD_CLOEXEC);
-	if (arena < 0 || ftruncate(arena, FAKE_ARENA) < 0)
+	if (f->huge_arena) { /* as a -d hugetlbfs file: it cannot be sealed */
+		hello.arena_bytes = f->huge_arena;
+		arena = memfd_create("fake-arena", MFD_CLOEXEC | MFD_HUGETLB);
+		if (arena >= 0 && ftruncate(arena, (off_t)f->huge_arena) < 0) {
+			close(arena);
+			arena = -1;
+		}
+	} else {
+		arena = fake_memfd(f, "fake-arena", FAKE_ARENA, SHR_ARENA);
+	}
+	if (arena < 0)
 		goto fail;
-	base = mmap(NULL, FAKE_ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
+	base = mmap(NULL, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
 	if (base == MAP_FAILED)
 		goto fail;
 	memcpy(base + 4096, f->greeting ? f->greeting : "hello-fake", 10);
@@ -367,26 +465,34 @@ static void *fake_main(void *arg)
 	{
 		/* index_slots 0 (IX_NONE): the fourth and fifth fds (the object index and its
 		 * access map) are not mapped */
-		int out[5] = {arena, memfd_create("fake-doorbell", MFD_CLOEXEC), bell, -1,
-			      fake_access(f)};
+		int out[5] = {arena,
+			      fake_memfd(f, "fake-doorbell",
+					 f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES,
+					 SHR_DOORBELL),
+			      bell, -1, fake_access(f)};
 		uint32_t sleeping = 1;
 
 		if (fake_index(f, &hello, &out[3]) < 0)
 			goto fail;
 		if (out[1] < 0 ||
-		    ftruncate(out[1], f->short_doorbell ? 100 : COFFER_DOORBELL_BYTES) < 0 ||
 		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
 					   offsetof(struct coffer_doorbell, store_sleeping)) !=
 					sizeof(sleeping)) ||
-		    out[3] < 0 || out[4] < 0 ||
-		    fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out, 5) < 0)
+		    out[3] < 0 || out[4] < 0)
+			goto fail;
+		if (f->hello_fds == 1) {
+			out[0] = bell;
+			out[2] = arena;
+		}
+		if (fake_send(sock, COFFER_MSG_HELLO_REPLY, &hello, sizeof(hello), out,
+			      f->hello_fds == 2 ? 4 : 5) < 0)
 			goto fail;
 		close(out[1]);
 		close(out[3]);
 		close(out[4]);
 	}
 	close(arena);
-	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE) {
+	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds) {
 		/* the client must hang up, having mapped nothing / written nothing (or, with
 		 * IX_LIES, having read through the index only: no request) */
 		struct pollfd p = {.fd = sock, .events = POLLIN};
@@ -396,18 +502,25 @@ static void *fake_main(void *arg)
 		n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, MSG_DONTWAIT);
 		if (n != 0)
 			f->errors++;
-		munmap(base, FAKE_ARENA);
+		munmap(base, hello.arena_bytes);
 		close(bell);
 		close(sock);
 		return NULL;
 	}
 
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
+	if (n == 0 && f->shrink != SHR_NONE) {
+		/* the client refused the file we would have shrunk, and hung up */
+		munmap(base, hello.arena_bytes);
+		close(bell);
+		close(sock);
+		return NULL;
+	}
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
 	    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
 		goto fail;
-	seg = memfd_create("fake-chan", MFD_CLOEXEC);
-	if (seg < 0 || ftruncate(seg, (off_t)shm_bytes) < 0)
+	seg = fake_memfd(f, "fake-chan", (off_t)shm_bytes, SHR_CHAN);
+	if (seg < 0)
 		goto fail;
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
@@ -443,7 +556,7 @@ static void *fake_main(void *arg)
 	}
 	close(fds[0]);
 	munmap(sm, shm_bytes);
-	munmap(base, FAKE_ARENA);
+	munmap(base, hello.arena_bytes);
 	close(seg);
 	close(bell);
 	close(sock);
@@ -454,14 +567,17 @@ fail:
 	return NULL;
 }
 
-static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
-			    const char *greeting, int index_mode)
+static int setup_fake_full(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+			   const char *greeting, int index_mode, int shrink, uint64_t huge_arena)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!f)
 		return -1;
+	f->shrink = shrink;
+	f->victim = -1;
+	f->huge_arena = huge_arena;
 	f->index_mode = index_mode;
 	f->greeting = greeting;
 	f->short_doorbell = short_doorbell;
@@ -482,6 +598,13 @@ static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id,
 		return -1;
 	*state = f;
 	return 0;
+}
+
+static int setup_fake_index(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
+			    const char *greeting, int index_mode)
+{
+	return setup_fake_full(state, short_doorbell, bad_chan_id, bad_bell, greeting, index_mode,
+			       SHR_NONE, 0);
 }
 
 static int setup_fake(void **state, bool short_doorbell, bool bad_chan_id, bool bad_bell,
@@ -545,11 +668,91 @@ static int setup_bad_bell(void **state)
 	return setup_fake(state, false, false, true, NULL);
 }
 
+static int setup_hello_fds(void **state, int mode)
+{
+	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
+
+	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
+	if (rc == 0)
+		((struct fake *)*state)->hello_fds = mode;
+	return rc;
+}
+
+static int setup_hello_swapped(void **state)
+{
+	return setup_hello_fds(state, 1);
+}
+
+static int setup_hello_3fds(void **state)
+{
+	return setup_hello_fds(state, 2);
+}
+
+static int setup_shrink_arena(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_ARENA, 0);
+}
+
+static int setup_shrink_index(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_INDEX, 0);
+}
+
+static int setup_shrink_doorbell(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_DOORBELL, 0);
+}
+
+static int setup_shrink_chan(void **state)
+{
+	return setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_CHAN, 0);
+}
+
+/* The system's default hugepage size in bytes, 0 when it has none. */
+static uint64_t hugepage_bytes(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *m = fopen("/proc/meminfo", "re");
+
+	if (!m)
+		return 0;
+	while (fgets(line, sizeof(line), m))
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			break;
+	fclose(m);
+	return (uint64_t)kb * 1024;
+}
+
+/* A fake whose arena is an unsealed hugetlb file of one hugepage (as `coffer-store -d`'s
+ * hugetlbfs file), with an honest index; none when the machine has no free hugepage. */
+static int setup_huge_arena(void **state)
+{
+	uint64_t hp = hugepage_bytes();
+	int fd = hp ? memfd_create("probe", MFD_CLOEXEC | MFD_HUGETLB) : -1;
+	void *p = MAP_FAILED;
+
+	if (fd >= 0 && ftruncate(fd, (off_t)hp) == 0)
+		p = mmap(NULL, hp, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (p == MAP_FAILED) {
+		*state = NULL;
+		return 0; /* the test skips */
+	}
+	munmap(p, hp);
+	return setup_fake_full(state, false, false, false, NULL, IX_LIES, SHR_NONE, hp);
+}
+
 static int teardown(void **state)
 {
 	struct fake *f = *state;
 
+	if (f == NULL)
+		return 0; /* skipped before a fake started */
 	atomic_store(&f->stop, 1);
+	if (f->victim >= 0)
+		close(f->victim);
 	/* a test that failed before it connected leaves the fake in accept(): wake it */
 	shutdown(f->lsock, SHUT_RDWR);
 	if (!f->joined)
@@ -610,6 +813,25 @@ static void test_lies(void **state)
 	assert_int_equal(coffer_obj_get(oh[7], 0, &rd[7], &sz[7], &ev[7]), 0);
 	assert_int_equal(poll_one(eq, &ev[7]), 0);
 	assert_int_equal(ev[7].ev_error, -EPROTO);
+
+	/* reservations (one bulk event): a block past the arena's end is no pointer */
+	{
+		void *rv[3] = {&rv, &rv, &rv};
+		struct coffer_event rev;
+
+		assert_int_equal(coffer_event_init(&rev, eq, NULL), 0);
+		assert_int_equal(coffer_obj_reserve(c, 64, 3, rv, &rev), 0);
+		assert_int_equal(poll_one(eq, &rev), 0);
+		assert_int_equal(rev.ev_error, -EPROTO);
+		for (int i = 0; i < 3; i++)
+			assert_null(rv[i]);
+		assert_int_equal(coffer_obj_reserve(c, 16, 2, rv, &rev), 0);
+		assert_int_equal(poll_one(eq, &rev), 0);
+		assert_int_equal(rev.ev_error, 0);
+		assert_ptr_equal(rv[0], rv[1]);
+		memset(rv[0], 0x5a, 16); /* inside the arena */
+		assert_int_equal(coffer_event_fini(&rev), 0);
+	}
 
 	/* an honest answer still works after all that */
 	assert_int_equal(coffer_obj_get(oh[4], 0, &rd[4], &sz[4], &ev[4]), 0);
@@ -881,6 +1103,209 @@ static void test_index_mismatch(void **state)
 	expect_connect_refused(*state);
 }
 
+/*
+ * A QUERY_REPLY that carries an fd (it must carry none) gets -EPROTO - also when this
+ * process is at its fd limit, so the kernel cannot even install the fd (MSG_CTRUNC). That
+ * case used to answer -EMFILE, which coffer_store_query() does not document (the
+ * -EMFILE path is for replies that must carry fds: HELLO_REPLY, CHANNEL_OPEN_REPLY).
+ */
+static void test_query_reply_with_fd(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c, eq;
+	struct rlimit old, lim;
+	const void *d = NULL;
+	int qfd = memfd_create("fake-query", MFD_CLOEXEC), free_fd = 0, rc;
+
+	assert_true(qfd > 0);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fake now serves the socket too */
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.capacity_bytes, FAKE_ARENA);
+	atomic_store(&f->query_fd, qfd);
+	assert_int_equal(coffer_store_query(c, &info), -EPROTO);
+	/* at the limit: the lowest free fd number is the first one refused */
+	while (fcntl(free_fd, F_GETFD) >= 0)
+		free_fd++;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)free_fd;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	rc = coffer_store_query(c, &info);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, -EPROTO);
+	atomic_store(&f->query_fd, 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	close(qfd);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/* Open fds of this process. */
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* HELLO_REPLY's fds in the wrong order (an eventfd where the arena goes) or one too few:
+ * refused with -EPROTO, and none of them kept. */
+static void test_hello_fds_refused(void **state)
+{
+	int before = count_fds();
+
+	expect_connect_refused(*state);
+	assert_int_equal(count_fds(), before);
+}
+
+/*
+ * A store that dies in the middle of a batch of reservations: it answered the first of
+ * three. The event completes with -ENOTCONN (the store, and every reservation with it, is
+ * gone); a pointer the reply gave stays writable until the disconnect (the arena stays
+ * mapped), and every later call says -ENOTCONN.
+ */
+static void test_dies_mid_reserve(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	struct coffer_event ev;
+	void *rv[3] = {&rv, &rv, &rv};
+	int nonnull = 0;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 48, 3, rv, &ev), 0);
+	assert_int_equal(poll_one(eq, &ev), 0);
+	assert_int_equal(ev.ev_error, -ENOTCONN);
+	for (int i = 0; i < 3; i++) {
+		print_message("block %d: %p\n", i, rv[i]);
+		if (rv[i] != NULL) {
+			memset(rv[i], 0x5a, 48);
+			nonnull++;
+		}
+	}
+	assert_true(nonnull <= 1);
+	assert_int_equal(
+	    coffer_obj_put(c, &(struct coffer_oid){{9}}, rv[0] ? rv[0] : rv, 48, 0, NULL),
+	    rv[0] ? -ENOTCONN : -EINVAL);
+	assert_int_equal(coffer_obj_reserve(c, 16, 1, rv, NULL), -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * What the client touches of the file the fake shrank: a read through the index touches
+ * the index and the arena, a request the doorbell page and the rings.
+ */
+static void touch_after_shrink(struct fake *f, coffer_handle_t c)
+{
+	struct coffer_oid oid = {{4}};
+	const void *d = NULL;
+	coffer_handle_t eq;
+	uint8_t buf[16];
+
+	if (f->shrink == SHR_ARENA || f->shrink == SHR_INDEX) {
+		print_message("read %lld\n",
+			      (long long)coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL));
+		return;
+	}
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	print_message("get %d\n", get_greeting(c, eq, &d));
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+}
+
+/*
+ * A store that passes an arena, object index or doorbell page without F_SEAL_SHRINK can
+ * truncate it after the client mapped it, and the client's next touch of the mapping dies
+ * of SIGBUS. connect must refuse such a file (-EPROTO). Without that check connect
+ * succeeds, the fake shrinks the file, and the client's next read or request faults.
+ */
+static void test_shrinkable_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+	int rc = coffer_connect(f->path, &c);
+
+	if (rc == 0) {
+		print_message("connect accepted a file its store can shrink: shrinking it\n");
+		assert_int_equal(ftruncate(atomic_load(&f->victim), 0), 0);
+		touch_after_shrink(f, c); /* SIGBUS */
+		assert_int_equal(coffer_disconnect(c), 0);
+	}
+	assert_int_equal(rc, -EPROTO);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL); /* it saw our EOF */
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/* The same for a channel's rings: the first request fails with -EPROTO and the channel is
+ * closed again at the store; the connection stays usable for index reads. */
+static void test_shrinkable_rings_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+	int rc;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	rc = get_greeting(c, eq, &d);
+	if (rc == 0) {
+		print_message("the channel's rings can shrink under the client: shrinking them\n");
+		atomic_store(&f->hold, 1);
+		while (!atomic_load(&f->held))
+			usleep(100);
+		assert_int_equal(ftruncate(atomic_load(&f->victim), 0), 0);
+		print_message("get %d\n", get_greeting(c, eq, &d)); /* SIGBUS */
+	}
+	assert_int_equal(rc, -EPROTO);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * A hugetlbfs file cannot be sealed (coffer-store -d): the client accepts one whose size
+ * covers the arena it announces, and reads through it (docs/protocol.md says what a hostile
+ * store can still do with such a file).
+ */
+static void test_huge_arena_accepted(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oid = {{4}};
+	coffer_handle_t c;
+	uint8_t buf[16] = {0};
+
+	if (f == NULL)
+		skip(); /* no free hugepage */
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL), 10);
+	assert_memory_equal(buf, "hello-fake", 10);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -897,6 +1322,17 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_access_unsealed,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_access_short, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_arena, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_index, teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_refused, setup_shrink_doorbell,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_shrinkable_rings_refused, setup_shrink_chan,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_arena_accepted, setup_huge_arena, teardown),
+	    cmocka_unit_test_setup_teardown(test_dies_mid_reserve, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
+	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

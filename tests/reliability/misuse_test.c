@@ -508,6 +508,112 @@ static void test_first_call_vs_last_disconnect(void **state)
 	assert_int_equal(coffer_init(), 0);
 }
 
+/* Control and handle calls on whatever connection is current (none between cycles) while
+ * another thread connects and disconnects: each call's documented answer, never a crash. */
+struct ctl_racer {
+	_Atomic uint64_t cookie; /* the current connection's handle; stale between cycles */
+	atomic_int stop;
+	int which;
+	long calls;
+	int bad; /* the first answer that is none of the documented ones */
+};
+
+static void *ctl_race_loop(void *arg)
+{
+	struct ctl_racer *r = arg;
+	struct coffer_store_info info;
+	struct coffer_oid oid;
+
+	rel_oid(&oid, 777);
+	while (!atomic_load(&r->stop)) {
+		coffer_handle_t c = {.cookie = atomic_load(&r->cookie)}, oh, eq;
+		int rc;
+
+		switch (r->which++ % 5) {
+		case 0:
+			rc = coffer_store_query(c, &info);
+			break;
+		case 1:
+			rc = coffer_obj_open(c, &oid, 0, &oh);
+			if (rc == 0) /* -EINVAL once the runtime stopped, which drained it */
+				rc = coffer_obj_close(oh);
+			break;
+		case 2: /* a handle disconnected twice, from two threads at once */
+			rc = coffer_disconnect(c);
+			break;
+		case 3:
+			rc = coffer_eq_create(&eq);
+			if (rc == 0)
+				rc = coffer_eq_destroy(eq, 0);
+			break;
+		default: /* a call through an object handle (no such object in the store) */
+			rc = coffer_obj_open(c, &oid, 0, &oh);
+			if (rc == 0) {
+				rc = coffer_obj_seal(oh, 0, NULL);
+				rc = rc == -ENOENT || rc == -EPERM ? coffer_obj_close(oh) : rc;
+			}
+			break;
+		}
+		if (rc != 0 && rc != -ENOENT && rc != -ENOTCONN && rc != -EINVAL && r->bad == 0)
+			r->bad = rc;
+		r->calls++;
+		if (rc == -EINVAL) /* the runtime is stopped: leave the CPU to the next connect */
+			sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * coffer_store_query() and coffer_obj_open()/close() racing the last coffer_disconnect() of
+ * a program that never called coffer_init(): that disconnect stops the runtime, whose
+ * coffer_fini() unpublishes the handle hash and frees it. A call that loaded the hash before
+ * and used it after (outside an RCU read-side section, without a reference) used freed memory.
+ * Four callers on two cores are preempted at random points, some between the two.
+ */
+static void test_ctl_calls_vs_last_disconnect(void **state)
+{
+	struct ctl_racer r[4];
+	pthread_t th[4];
+	long calls = 0, t0 = rel_now_ms();
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(coffer_fini(), 0); /* main's reference: connections own the runtime */
+	for (int k = 0; k < 4; k++) {
+		r[k] = (struct ctl_racer){.which = k, .cookie = 1};
+		assert_int_equal(pthread_create(&th[k], NULL, ctl_race_loop, &r[k]), 0);
+	}
+	/* no assertion while the racers run: they use r[] on this stack */
+	for (int i = 0; i < 200 && rc == 0; i++) {
+		coffer_handle_t c;
+
+		guard("control calls racing the last coffer_disconnect");
+		rc = coffer_connect(g_store.sock, &c);
+		if (rc < 0)
+			break;
+		for (int k = 0; k < 4; k++)
+			atomic_store(&r[k].cookie, c.cookie);
+		rel_sleep_us(i % 8 * 50);
+		rc = coffer_disconnect(c);
+		/* a racer's disconnect went first (-ENOENT), and stopped the runtime (-EINVAL) */
+		if (rc == -ENOENT || rc == -EINVAL)
+			rc = 0;
+		unguard();
+	}
+	for (int k = 0; k < 4; k++) {
+		atomic_store(&r[k].stop, 1);
+		pthread_join(th[k], NULL);
+	}
+	assert_int_equal(rc, 0);
+	for (int k = 0; k < 4; k++) {
+		calls += r[k].calls;
+		assert_int_equal(r[k].bad, 0);
+	}
+	printf("%ld control calls raced 200 last disconnects in %ld ms\n", calls,
+	       rel_now_ms() - t0);
+	assert_int_equal(coffer_init(), 0);
+}
+
 struct index_reader {
 	coffer_handle_t c;
 	struct coffer_oid oid;
@@ -772,6 +878,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_index_read_vs_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timed_out_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_call_vs_last_disconnect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_calls_vs_last_disconnect, setup, teardown),
 	};
 	int rc;
 
