@@ -20,3 +20,4 @@ for i in 1 2 3; do bash /tmp/ab.sh "$1" base 1,2 1,32,128; bash /tmp/ab.sh "$2" 
 for i in 1 2 3; do bash /tmp/ab.sh "$1" base 1 1,32; bash /tmp/ab.sh "$2" new 1 1,32; done
 # profiles: perf record -g on the store (-m 1G) and on coffer-bench store --threads 1 --batch 32 --seconds 2,
 # per workload; perf stat -e task-clock for cpu-ab.txt (store: -p PID; client: the command).
+# reserve-put.txt: for i in 1 2 3; do bash /tmp/ab.sh "$2" new 1 1,32 create-seal,reserve-put; done
