@@ -406,6 +406,25 @@ void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep)
 	coffer__rcu_read_unlock();
 }
 
+void coffer__eq_publish_chain(struct coffer_eq *eq, struct coffer__evp *first,
+			      struct coffer__evp *last, unsigned int k)
+{
+	struct coffer__mpsc_node *prev;
+
+	coffer__rcu_read_lock(); /* as in coffer__eq_publish() */
+	/* RUNNING - k, COMPLETED + k in one RMW (each counted as running at launch); seq_cst
+	 * as in coffer__eq_publish(). */
+	atomic_fetch_add_explicit(&eq->eq_word, (uint64_t)k * (COFFER__EQW_COMPLETED_ONE - 1),
+				  memory_order_seq_cst);
+	/* The chain first..last was linked by the caller (relaxed stores); the exchange and
+	 * the release store below publish those links with the nodes, as one push does. */
+	atomic_store_explicit(&last->ep_qnode.next, NULL, memory_order_relaxed);
+	prev = atomic_exchange_explicit(&eq->eq_qhead, &last->ep_qnode, memory_order_acq_rel);
+	atomic_store_explicit(&prev->next, &first->ep_qnode, memory_order_release);
+	coffer__eq_wake_sleepers(eq);
+	coffer__rcu_read_unlock();
+}
+
 void coffer__eq_progress(struct coffer_eq *eq)
 {
 	struct coffer__eq_progress *hook;

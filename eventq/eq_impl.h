@@ -165,6 +165,11 @@ void coffer__eq_unregister(struct coffer_eq *eq, struct coffer__evp *ep);
 
 /* Make a finished top-level event pollable: count it, push it, wake sleepers. */
 void coffer__eq_publish(struct coffer_eq *eq, struct coffer__evp *ep);
+/* The same for the @k top-level events first..last, linked through ep_qnode.next by the
+ * caller (all on @eq): one count update, one push of the whole chain, one wake-up check
+ * (coffer__event_complete_vec()). */
+void coffer__eq_publish_chain(struct coffer_eq *eq, struct coffer__evp *first,
+			      struct coffer__evp *last, unsigned int k);
 
 /* Ring the wake fd when pollers sleep (after a state-word RMW the sleepers must see). */
 void coffer__eq_wake_sleepers(struct coffer_eq *eq);

@@ -234,6 +234,49 @@ void coffer__event_complete(struct coffer_event *ev, int rc)
 	coffer__eq_publish(ep->ep_eq, ep);
 }
 
+void coffer__event_complete_vec(struct coffer_event *const *evs, const int *rcs, unsigned int n)
+{
+	struct coffer__evp *first = NULL, *last = NULL;
+	struct coffer_eq *eq = NULL;
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct coffer_event *ev = evs[i];
+		uint32_t expect = COFFER__EVS_RUNNING;
+		struct coffer__evp *ep;
+
+		if (ev == NULL || !coffer__evp_valid(ev))
+			continue;
+		ep = coffer__evp(ev);
+		if (ep->ep_parent != NULL || ep->ep_nchild > 0) {
+			coffer__event_complete(ev, rcs[i]); /* the parent rules: one at a time */
+			continue;
+		}
+		/* relaxed: as in coffer__event_complete(); the chain's publish orders it */
+		if (!atomic_compare_exchange_strong_explicit(
+			&ep->ep_state, &expect, COFFER__EVS_COMPLETED, memory_order_relaxed,
+			memory_order_relaxed))
+			continue;
+		ev->ev_error = rcs[i];
+		if (eq != NULL && ep->ep_eq != eq) {
+			coffer__eq_publish_chain(eq, first, last, k);
+			k = 0;
+		}
+		if (k == 0) {
+			first = ep;
+			eq = ep->ep_eq;
+		} else {
+			/* relaxed: published by the chain's push */
+			atomic_store_explicit(&last->ep_qnode.next, &ep->ep_qnode,
+					      memory_order_relaxed);
+		}
+		last = ep;
+		k++;
+	}
+	if (k > 0)
+		coffer__eq_publish_chain(eq, first, last, k);
+}
+
 /* ---- public API --------------------------------------------------------------------------- */
 
 COFFER_API int coffer_event_init(struct coffer_event *ev, coffer_handle_t eqh,

@@ -32,6 +32,17 @@ int coffer__event_launch(struct coffer_event *ev);
 void coffer__event_complete(struct coffer_event *ev, int rc);
 
 /*
+ * coffer__event_complete_vec() - coffer__event_complete(@evs[i], @rcs[i]) for i < @n, with
+ * the events that are neither parents nor children published on their EQ in runs: each run
+ * of consecutive events on one EQ costs one count update, one queue push and one wake-up
+ * check instead of one each per event (the IPC channel completes a reply ring's worth at a
+ * time, every event of a channel on the channel's EQ). The events of a run become pollable
+ * together, in order, once the last of them is completed. Same guarantees and context as
+ * coffer__event_complete(); @evs entries may be NULL (skipped).
+ */
+void coffer__event_complete_vec(struct coffer_event *const *evs, const int *rcs, unsigned int n);
+
+/*
  * Progress hook of an EQ (the runtime attaches the IPC channel of that EQ). All three run
  * under no EQ lock; several pollers may call them concurrently (the hook serialises itself).
  * They run inside an RCU read-side section (that is how detaching waits for them): they must

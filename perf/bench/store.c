@@ -12,6 +12,15 @@
  *    one object created, written, sealed and released.
  *  - get-release: keys pre-populated (untimed); B slots each cycle get (size and content
  *    checked) -> release -> next key. One op = one get + one release.
+ *  - reserve-put (protocol v5; only when asked for with --workload): B slots each cycle
+ *    take an arena block from the thread's pool of reservations, copy the payload in and put
+ *    it under the next key (coffer_obj_put(), COFFER_CREATE_REPLACE): one request per object
+ *    instead of a create and a seal. The pool (2 B blocks, at most COFFER_GET_BULK_MAX per
+ *    refill) is refilled with one coffer_obj_reserve() of many blocks, one event, whenever
+ *    it is half empty, in the timed loop: its cost is part of the figure. A slot that finds
+ *    the pool empty waits for the refill. One op = one object written and sealed. After the
+ *    run (untimed) every key put is read back (get: size and stamp checked, release) and
+ *    counted, and the blocks left in the pool are given back (coffer_obj_unreserve()).
  *  - put: one thread, create + memcpy + seal (+ release) of 1 MiB .. 1 GiB objects (capped
  *    by the store's capacity), in GB/s of payload, beside the same memcpy into a prefaulted
  *    private buffer backed as the arena is (impl "memcpy": on hugepages when the arena is,
@@ -75,7 +84,7 @@ struct st_opts {
 	uint64_t keys;
 	uint64_t put_min, put_max;
 	uint64_t put_bytes; /* payload bytes per put size (sets the repetitions) */
-	bool do_cs, do_gr, do_put;
+	bool do_cs, do_gr, do_put, do_rp;
 	const char *csv;
 	uint64_t idle; /* --idle-channels: 0, or idle channels for the second pass */
 };
@@ -95,6 +104,7 @@ struct st_shared {
 	coffer_handle_t conn;
 	unsigned int batch;
 	bool get_release;
+	bool reserve_put;
 	unsigned int run_id;	     /* separates key spaces of successive runs */
 	uint64_t keys;		     /* per thread: --keys rounded up to a multiple of batch */
 	atomic_uint_fast64_t errors; /* summed by each thread's cleanup; read after join */
@@ -115,6 +125,14 @@ struct st_thread {
 	uint64_t errors;
 	int first_err;
 	bool events_ready;
+	/* reserve-put: the pool of reserved blocks, the refill in flight, keys put */
+	struct coffer_event rev;
+	void *pool[2 * ST_MAX_BATCH];
+	unsigned int npool;
+	void *rout[COFFER_GET_BULK_MAX];
+	unsigned int rn;
+	bool rbusy;
+	uint8_t *put_ok; /* per key: put at least once */
 };
 
 static FILE *st_csv;
@@ -218,7 +236,8 @@ static int st_setup(struct bench_thread *t)
 	t->tls = ts;
 	ts->oh = calloc(sh->keys, sizeof(*ts->oh));
 	ts->payload = malloc(o->obj_size ? o->obj_size : 1);
-	rc = !ts->oh || !ts->payload ? -ENOMEM : st_setup_keys(t);
+	ts->put_ok = calloc(sh->keys, 1);
+	rc = !ts->oh || !ts->payload || !ts->put_ok ? -ENOMEM : st_setup_keys(t);
 	if (rc < 0)
 		st_cleanup(t); /* the harness runs no teardown after a failed setup */
 	return rc;
@@ -239,6 +258,12 @@ static int st_setup_keys(struct bench_thread *t)
 		rc = coffer_event_init(&ts->ev[i], ts->eq, NULL);
 		if (rc < 0)
 			return rc;
+	}
+	rc = coffer_event_init(&ts->rev, ts->eq, NULL);
+	if (rc < 0) {
+		for (unsigned int i = 0; i < ST_MAX_BATCH; i++)
+			coffer_event_fini(&ts->ev[i]);
+		return rc;
 	}
 	ts->events_ready = true;
 	for (uint64_t k = 0; k < sh->keys; k++) {
@@ -392,6 +417,171 @@ static void st_body(struct bench_thread *t)
 	}
 }
 
+/* ---- reserve-put ------------------------------------------------------------------------- */
+
+/* Refills the pool when it is half empty and no refill is in flight. */
+static void rp_refill(struct bench_thread *t, unsigned int *running)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	unsigned int cap = 2 * sh->batch, n;
+	int rc;
+
+	if (ts->rbusy || ts->npool > cap / 2)
+		return;
+	n = cap - ts->npool;
+	if (n > COFFER_GET_BULK_MAX)
+		n = COFFER_GET_BULK_MAX;
+	rc = coffer_obj_reserve(sh->conn, sh->o->obj_size, n, ts->rout, &ts->rev);
+	if (rc < 0) {
+		st_fail(ts, rc);
+		return;
+	}
+	ts->rn = n;
+	ts->rbusy = true;
+	(*running)++;
+}
+
+/* Takes a block from the pool, writes the payload of @slot's next key into it and puts it.
+ * Return: 1 launched, 0 the pool is empty (the slot waits), -errno. */
+static int rp_launch(struct bench_thread *t, unsigned int slot)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	struct coffer_oid oid;
+	uint64_t k;
+	int rc;
+
+	if (ts->npool == 0)
+		return 0;
+	k = (slot + (uint64_t)sh->batch * ts->round[slot]++) % sh->keys;
+	ts->key[slot] = k;
+	ts->wr[slot] = ts->pool[--ts->npool];
+	st_stamp(ts->wr[slot], ts->payload, sh->o->obj_size, k);
+	st_oid(&oid, sh->run_id, t->id, k);
+	rc = coffer_obj_put(sh->conn, &oid, ts->wr[slot], sh->o->obj_size, COFFER_CREATE_REPLACE,
+			    &ts->ev[slot]);
+	if (rc < 0) {
+		ts->pool[ts->npool++] = ts->wr[slot]; /* still ours: given back at cleanup */
+		return rc;
+	}
+	return 1;
+}
+
+/*
+ * Steady state of reserve-put with `batch` puts in flight (stage 0: running; 2: finished;
+ * 3: waiting for a block). Completions relaunch their slot on its next key, as in st_body();
+ * a refill's completion adds its blocks to the pool and relaunches the waiting slots.
+ */
+static void rp_body(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	unsigned int b = sh->batch, running = 0, waiting = 0;
+	struct coffer_event *done[ST_MAX_BATCH + 1];
+
+	rp_refill(t, &running);
+	for (unsigned int i = 0; i < b; i++) {
+		ts->stage[i] = 3;
+		waiting++;
+	}
+	while (running > 0) {
+		bool stop = bench_should_stop(t) || ts->errors;
+		int k = coffer_eq_poll(ts->eq, 1, -1, ST_MAX_BATCH + 1, done);
+
+		if (k < 0) {
+			st_fail(ts, k);
+			return;
+		}
+		for (int i = 0; i < k; i++) {
+			unsigned int slot;
+
+			if (done[i] == &ts->rev) {
+				running--;
+				ts->rbusy = false;
+				if (ts->rev.ev_error != 0)
+					st_fail(ts, ts->rev.ev_error);
+				/* blocks reserved are ours even when others failed */
+				for (unsigned int j = 0; j < ts->rn; j++)
+					if (ts->rout[j] != NULL)
+						ts->pool[ts->npool++] = ts->rout[j];
+				continue;
+			}
+			slot = (unsigned int)(done[i] - ts->ev);
+			if (slot >= b || ts->stage[slot] != 0) {
+				st_fail(ts, -EPROTO); /* not ours, or completed twice */
+				continue;
+			}
+			running--;
+			ts->stage[slot] = 2;
+			if (done[i]->ev_error != 0) {
+				st_fail(ts, done[i]->ev_error);
+				ts->pool[ts->npool++] =
+				    ts->wr[slot]; /* the put failed: still ours */
+				continue;
+			}
+			ts->put_ok[ts->key[slot]] = 1;
+			t->ops++;
+			if (!stop) {
+				ts->stage[slot] = 3;
+				waiting++;
+			}
+		}
+		if (stop)
+			continue;
+		/* relaunch the slots that are free, from the pool */
+		for (unsigned int i = 0; i < b && waiting > 0 && ts->npool > 0; i++) {
+			int rc;
+
+			if (ts->stage[i] != 3)
+				continue;
+			rc = rp_launch(t, i);
+			if (rc < 0) {
+				st_fail(ts, rc);
+				ts->stage[i] = 2;
+				waiting--;
+				continue;
+			}
+			ts->stage[i] = 0;
+			waiting--;
+			running++;
+		}
+		rp_refill(t, &running);
+	}
+}
+
+/* Untimed, after the run: every key put reads back with its size and stamp; the blocks left
+ * in the pool are given back. */
+static void rp_verify(struct bench_thread *t)
+{
+	struct st_shared *sh = t->run->arg;
+	struct st_thread *ts = t->tls;
+	int rc;
+
+	for (uint64_t k = 0; ts->oh && ts->put_ok && k < sh->keys; k++) {
+		const void *p;
+		uint64_t size = 0;
+
+		if (!ts->put_ok[k])
+			continue;
+		rc = coffer_obj_get(ts->oh[k], 0, &p, &size, NULL);
+		if (rc < 0) {
+			st_fail(ts, rc);
+			continue;
+		}
+		if (size != sh->o->obj_size || !st_check(p, size, k))
+			st_fail(ts, -EIO);
+		rc = coffer_obj_release(ts->oh[k], NULL);
+		if (rc < 0)
+			st_fail(ts, rc);
+	}
+	while (ts->npool > 0) {
+		rc = coffer_obj_unreserve(sh->conn, ts->pool[--ts->npool], NULL);
+		if (rc < 0)
+			st_fail(ts, rc);
+	}
+}
+
 /* Deletes this thread's keys (untimed), frees its state and adds its errors to the run. */
 static void st_cleanup(struct bench_thread *t)
 {
@@ -401,6 +591,8 @@ static void st_cleanup(struct bench_thread *t)
 
 	if (!ts)
 		return;
+	if (sh->reserve_put)
+		rp_verify(t);
 	for (uint64_t k = 0; ts->oh && k < sh->keys; k++) {
 		struct coffer_oid oid;
 		int rc;
@@ -414,9 +606,11 @@ static void st_cleanup(struct bench_thread *t)
 			st_fail(ts, rc);
 		coffer_obj_close(ts->oh[k]);
 	}
-	if (ts->events_ready)
+	if (ts->events_ready) {
 		for (unsigned int i = 0; i < ST_MAX_BATCH; i++)
 			coffer_event_fini(&ts->ev[i]);
+		coffer_event_fini(&ts->rev);
+	}
 	if (ts->eq.cookie && coffer_eq_destroy(ts->eq, 0) < 0)
 		st_fail(ts, -EBUSY); /* an event still running: a completion was lost */
 	/* Relaxed: read by the main thread after pthread_join. */
@@ -426,6 +620,7 @@ static void st_cleanup(struct bench_thread *t)
 							memory_order_relaxed, memory_order_relaxed);
 	free(ts->oh);
 	free(ts->payload);
+	free(ts->put_ok);
 	free(ts);
 	t->tls = NULL;
 }
@@ -458,13 +653,19 @@ static bool st_store_clean(coffer_handle_t conn, const struct coffer_store_info 
 	return false;
 }
 
-static int st_small(const struct st_opts *o, coffer_handle_t conn, const char *impl,
-		    bool get_release, unsigned int batch, unsigned int threads, unsigned int run_id)
+/* The small-object workloads, as st_small_all() runs them. */
+enum st_wl { ST_CS, ST_GR, ST_RP };
+
+static const char *const st_wl_name[] = {"create-seal", "get-release", "reserve-put"};
+
+static int st_small(const struct st_opts *o, coffer_handle_t conn, const char *impl, enum st_wl wl,
+		    unsigned int batch, unsigned int threads, unsigned int run_id)
 {
 	struct st_shared sh = {.o = o,
 			       .conn = conn,
 			       .batch = batch,
-			       .get_release = get_release,
+			       .get_release = wl == ST_GR,
+			       .reserve_put = wl == ST_RP,
 			       .run_id = run_id,
 			       /* each slot owns the keys of its residue class modulo the batch */
 			       .keys = (o->keys + batch - 1) / batch * batch};
@@ -472,7 +673,7 @@ static int st_small(const struct st_opts *o, coffer_handle_t conn, const char *i
 				.seconds = o->seconds,
 				.arg = &sh,
 				.setup = st_setup,
-				.body = st_body,
+				.body = wl == ST_RP ? rp_body : st_body,
 				.teardown = st_cleanup};
 	struct coffer_store_info before;
 	uint64_t errors;
@@ -501,8 +702,8 @@ static int st_small(const struct st_opts *o, coffer_handle_t conn, const char *i
 		snprintf(why + k, sizeof(why) - k, "%s%s", k ? "; " : "", cwhy);
 		ok = false;
 	}
-	st_report(impl, get_release ? "get-release" : "create-seal", batch, threads, o->obj_size,
-		  run.elapsed_s, run.ops, ok, why[0] ? why : NULL);
+	st_report(impl, st_wl_name[wl], batch, threads, o->obj_size, run.elapsed_s, run.ops, ok,
+		  why[0] ? why : NULL);
 	return ok ? 0 : -EIO;
 }
 
@@ -553,15 +754,14 @@ static int st_small_all(const struct st_opts *o, coffer_handle_t conn, const cha
 {
 	int failed = 0;
 
-	for (int w = 0; w < 2; w++) {
-		bool gr = w == 1;
-
-		if ((gr && !o->do_gr) || (!gr && !o->do_cs))
+	for (int w = ST_CS; w <= ST_RP; w++) {
+		if ((w == ST_CS && !o->do_cs) || (w == ST_GR && !o->do_gr) ||
+		    (w == ST_RP && !o->do_rp))
 			continue;
 		for (int bi = 0; bi < o->nbatches; bi++)
 			for (int ti = 0; ti < o->nthreads; ti++)
-				if (st_small(o, conn, impl, gr, o->batches[bi], o->threads[ti],
-					     (*run_id)++) < 0)
+				if (st_small(o, conn, impl, (enum st_wl)w, o->batches[bi],
+					     o->threads[ti], (*run_id)++) < 0)
 					failed = 1;
 	}
 	return failed;
@@ -1341,6 +1541,31 @@ static int st_parse_size(const char *str, uint64_t min, uint64_t max, uint64_t *
 	return 0;
 }
 
+/* Parses a comma-separated list of workload names into @o's do_* flags. Return: 0 or -EINVAL
+ * (an unknown name, or none). */
+static int st_parse_workloads(const char *arg, struct st_opts *o)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, arg);
+	o->do_cs = o->do_gr = o->do_put = o->do_rp = false;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "create-seal") == 0)
+			o->do_cs = true;
+		else if (strcmp(tok, "get-release") == 0)
+			o->do_gr = true;
+		else if (strcmp(tok, "put") == 0)
+			o->do_put = true;
+		else if (strcmp(tok, "reserve-put") == 0)
+			o->do_rp = true;
+		else
+			return -EINVAL;
+	}
+	return o->do_cs || o->do_gr || o->do_put || o->do_rp ? 0 : -EINVAL;
+}
+
 /* ---- command line ------------------------------------------------------------------------------
  */
 
@@ -1350,7 +1575,7 @@ static void st_usage(FILE *f)
 	    f,
 	    "usage: coffer-bench store [--socket PATH] [--threads 1,2,4] [--batch 1,8,32,128]\n"
 	    "                          [--seconds S] [--obj-size BYTES] [--keys N]\n"
-	    "                          [--workload create-seal,get-release,put]\n"
+	    "                          [--workload create-seal,get-release,put,reserve-put]\n"
 	    "                          [--put-max BYTES] [--put-bytes BYTES] [--idle-channels N]\n"
 	    "                          [--csv FILE]\n"
 	    "  --socket PATH   a running coffer-store (default: $COFFER_SOCKET or the per-user\n"
@@ -1361,7 +1586,8 @@ static void st_usage(FILE *f)
 	    "  --obj-size B    small object size in bytes (default 64, at most 16777216)\n"
 	    "  --keys N        objects per thread (default 1024; raised to at least the batch and\n"
 	    "                  rounded up to a multiple of it)\n"
-	    "  --workload W    any of create-seal, get-release, put (default all)\n"
+	    "  --workload W    any of create-seal, get-release, put, reserve-put (default\n"
+	    "                  create-seal,get-release,put; reserve-put needs --obj-size >= 1)\n"
 	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity);\n"
 	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it, at batch 1,\n"
 	    "                  batch 2 and streamed (put-stream) where 2 and 3 objects fit\n"
@@ -1444,10 +1670,7 @@ int coffer__bench_store_main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'w':
-			o.do_cs = strstr(optarg, "create-seal") != NULL;
-			o.do_gr = strstr(optarg, "get-release") != NULL;
-			o.do_put = strstr(optarg, "put") != NULL;
-			if (!o.do_cs && !o.do_gr && !o.do_put)
+			if (st_parse_workloads(optarg, &o))
 				goto bad;
 			break;
 		case 'M':
@@ -1474,6 +1697,8 @@ int coffer__bench_store_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		return bench_bad_value("store", NULL, 0, argv[optind]);
+	if (o.do_rp && o.obj_size == 0)
+		return bench_usage_error("store", "reserve-put needs --obj-size of 1 byte or more");
 	for (int i = 0; i < o.nbatches; i++)
 		if (o.keys < o.batches[i])
 			o.keys = o.batches[i];
@@ -1493,7 +1718,7 @@ int coffer__bench_store_main(int argc, char **argv)
 		coffer_fini();
 		return rc;
 	}
-	if (o.do_cs || o.do_gr) {
+	if (o.do_cs || o.do_gr || o.do_rp) {
 		/* Small-object sets must fit, or the store evicts them mid-run and the
 		 * verification fails for a reason the numbers do not show. */
 		struct coffer_store_info info;
@@ -1520,7 +1745,7 @@ int coffer__bench_store_main(int argc, char **argv)
 	bench_print_machine(stdout);
 	run_id = (unsigned int)(bench_now_ns() & 0xffffffffu);
 	failed = st_small_all(&o, conn, "coffer", &run_id);
-	if (o.idle > 0 && (o.do_cs || o.do_gr)) {
+	if (o.idle > 0 && (o.do_cs || o.do_gr || o.do_rp)) {
 		static struct st_idle idle; /* about 33 KiB: not on the stack */
 		char impl[32];
 

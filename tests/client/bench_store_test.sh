@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/client/bench_store_test.sh STORE_BIN BENCH_BIN - run `coffer-bench store` briefly
 # against a fresh coffer-store: every workload at batch 1 and 32, 1 and 2 threads, puts of
-# 1 and 4 MiB. The benchmark verifies its own results (statuses, sizes, content, store back
-# to its baseline) and exits non-zero otherwise; this test passes its exit status on.
+# 1 and 4 MiB, then reserve-put. The benchmark verifies its own results (statuses, sizes,
+# content, store back to its baseline) and exits non-zero otherwise; this test passes its
+# exit status on.
 set -eu
 bench=$2
 . "$(dirname "$0")/store_lib.sh"
@@ -24,3 +25,11 @@ if grep -q 'memcpy on 4 KiB pages' "$tmp/out.txt"; then want4k=0; else want4k=2;
 	{ echo "expected 2 put-stream rows" >&2; exit 1; }
 head -1 "$tmp/out.csv" | grep -qx 'bench,impl,workload,batch,threads,size_bytes,seconds,ops,mops,gbps,status'
 ! grep -q ',FAIL$' "$tmp/out.csv"
+# reserve-put (protocol v5 RESERVE/PUT; opt-in): 2 batches x 2 thread counts, each verified
+# by the benchmark (every key put read back, the pool given back, the store back to its
+# baseline)
+"$bench" store --socket "$sock" --seconds 0.1 --batch 1,32 --threads 1,2 \
+	--workload reserve-put --csv "$tmp/rp.csv" | tee "$tmp/rp.txt"
+[ "$(grep -c '^store,coffer,reserve-put,' "$tmp/rp.csv")" -eq 4 ] ||
+	{ echo "expected 4 reserve-put rows" >&2; exit 1; }
+! grep -q ',FAIL$' "$tmp/rp.csv"
