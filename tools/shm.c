@@ -348,41 +348,40 @@ void coffer__shm_destroy(struct coffer__shm *s)
 	s->fd = -1;
 }
 
-/* The access map of @ix (ix->slots set): clients get this very descriptor, writable, so
- * it must be sealed against ftruncate before the first one can: a client that shrank it
- * would make the store's own accesses fault. */
-static int access_map_create(struct coffer__shm_index *ix, char *err, size_t errlen)
+/*
+ * A memfd of @bytes named @name, backed now, sealed against shrinking and growing (clients
+ * refuse a file that could shrink under their mapping; the access map's descriptor goes to
+ * them writable, so without the seals a client could make the store's own accesses fault),
+ * and mapped shared, writable and prefaulted into *@map. @what names it in @err.
+ * Return: the fd, or -errno with @err set.
+ */
+static int sealed_memfd(const char *name, const char *what, uint64_t bytes, void **map, char *err,
+			size_t errlen)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	int fd, rc;
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), rc;
 
-	ix->access_bytes = (coffer__access_bytes(ix->slots) + page - 1) / page * page;
-	fd = memfd_create("coffer-access", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "access map: memfd_create: %s", strerror(errno));
+		snprintf(err, errlen, "%s: memfd_create: %s", what, strerror(errno));
 		return rc;
 	}
-	if (ftruncate(fd, (off_t)ix->access_bytes) != 0 ||
-	    fallocate(fd, 0, 0, (off_t)ix->access_bytes) != 0 ||
+	if (ftruncate(fd, (off_t)bytes) != 0 || fallocate(fd, 0, 0, (off_t)bytes) != 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot back and seal the %" PRIu64 "-byte access map: %s",
-			 ix->access_bytes, strerror(errno));
+		snprintf(err, errlen, "cannot back and seal the %" PRIu64 "-byte %s: %s", bytes,
+			 what, strerror(errno));
 		close(fd);
 		return rc;
 	}
-	ix->access =
-	    mmap(NULL, ix->access_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (ix->access == MAP_FAILED) {
+	*map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (*map == MAP_FAILED) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot map the access map: %s", strerror(errno));
-		ix->access = NULL;
+		snprintf(err, errlen, "cannot map the %s: %s", what, strerror(errno));
+		*map = NULL;
 		close(fd);
 		return rc;
 	}
-	ix->fd_access = fd;
-	return 0;
+	return fd;
 }
 
 int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes, char *err,
@@ -390,6 +389,7 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 {
 	uint64_t slots = 1024;
 	char path[64];
+	void *map;
 	int fd, rc;
 
 	memset(ix, 0, sizeof(*ix));
@@ -398,28 +398,9 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 	while (slots < arena_bytes / 4096 && slots < COFFER_INDEX_SLOTS_MAX)
 		slots <<= 1;
 	ix->bytes = slots * sizeof(struct coffer_index_slot);
-	fd = memfd_create("coffer-index", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "index: memfd_create: %s", strerror(errno));
-		return rc;
-	}
-	if (ftruncate(fd, (off_t)ix->bytes) != 0 || fallocate(fd, 0, 0, (off_t)ix->bytes) != 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot back the %" PRIu64 "-byte object index: %s",
-			 ix->bytes, strerror(errno));
-		close(fd);
-		return rc;
-	}
-	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-	ix->base = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (ix->base == MAP_FAILED) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot map the object index: %s", strerror(errno));
-		ix->base = NULL;
-		close(fd);
-		return rc;
-	}
+	fd = sealed_memfd("coffer-index", "object index", ix->bytes, &ix->base, err, errlen);
+	if (fd < 0)
+		return fd;
 	/* Clients get a read-only open file description of the same memory, so none of them
 	 * can map it writable and mislead the others. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -436,10 +417,16 @@ int coffer__shm_index_create(struct coffer__shm_index *ix, uint64_t arena_bytes,
 	if (getrandom(&ix->seed, sizeof(ix->seed), 0) != sizeof(ix->seed))
 		ix->seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
 	ix->slots = (uint32_t)slots;
-	rc = access_map_create(ix, err, errlen);
-	if (rc != 0)
+	/* The access map (runtime/proto.h): one bit per slot, rounded up to a page. */
+	ix->access_bytes = (coffer__access_bytes(ix->slots) + 4095) / 4096 * 4096;
+	fd = sealed_memfd("coffer-access", "access map", ix->access_bytes, &map, err, errlen);
+	if (fd < 0) {
 		coffer__shm_index_destroy(ix);
-	return rc;
+		return fd;
+	}
+	ix->access = map;
+	ix->fd_access = fd;
+	return 0;
 }
 
 void coffer__shm_index_destroy(struct coffer__shm_index *ix)
