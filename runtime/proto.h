@@ -163,11 +163,11 @@ struct coffer_hello_reply {
  * release) counts as used too, in the store's own record. When eviction finds the least
  * recently used object used or read since it was last passed over, it clears both marks
  * and moves that object to the tail instead (a second chance), for at most one pass over
- * the list per eviction. So
- * reads through the index keep an object cached as a get and release would, without a
- * request. The store only ever tests, sets and clears bits: a client that sets bits it did
- * not earn changes which objects are evicted first and can make an eviction cost one pass,
- * nothing else. Source: the CLOCK (second-chance) replacement of operating systems' page
+ * the list per request, however many objects the request evicts (after it, the rest go in
+ * list order). So reads through the index keep an object cached as a get and release
+ * would, without a request. The store only ever tests, sets and clears bits: a client that
+ * sets bits it did not earn changes which objects are evicted first and can make a request
+ * that evicts cost one pass, nothing else. Source: the CLOCK (second-chance) replacement of operating systems' page
  * caches, the referenced bit set by the MMU.
  */
 /* Most slots an index may have (4 GiB of slots); a client refuses more (-EPROTO). */

@@ -689,8 +689,12 @@ static int add_waiter(struct coffer__ot *ot, struct coffer__owner *ow, struct en
 
 /* ---- allocation with eviction ---- */
 
-/* Evict the least recently used evictable object. Return: false when there is none. */
-static bool evict_one(struct coffer__ot *ot)
+/* Evict the least recently used evictable object. @chances: second chances the request
+ * may still give, counted down; the caller starts it at ot->nlru, once per request, so that
+ * a request passes over each object at most once however many objects it evicts (clients
+ * may set access bits again as fast as a pass clears them). Return: false when there is
+ * none. */
+static bool evict_one(struct coffer__ot *ot, size_t *chances_left)
 {
 	struct obj *o;
 	struct entry *e;
@@ -699,14 +703,16 @@ static bool evict_one(struct coffer__ot *ot)
 		return false;
 	/* CLOCK: an object used since it was last passed over (put on the list by a seal or a
 	 * release, or read through the index: runtime/proto.h, access map) gets a second
-	 * chance at the tail, its bits cleared. At most one pass: clients may set bits as
-	 * fast as this clears them, and after one pass every bit that was set is cleared. */
+	 * chance at the tail, its bits cleared. At most one pass per request: clients may
+	 * set bits as fast as this clears them, and after one pass every bit that was set
+	 * is cleared. */
 	for (size_t chances = 0;; chances++) {
 		bool read, used;
 
 		o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
-		if (chances == ot->nlru)
+		if (chances == ot->nlru || *chances_left == 0)
 			break;
+		(*chances_left)--;
 		read = accessed_clear(ot, o);
 		used = o->used;
 		o->used = false;
@@ -724,7 +730,9 @@ static bool evict_one(struct coffer__ot *ot)
 	return true;
 }
 
-static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__ablk **blk)
+/* @chances_left: the request's second chances (evict_one()). */
+static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__ablk **blk,
+			  size_t *chances_left)
 {
 	uint64_t need = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
 	int rc = coffer__arena_alloc(&ot->arena, size, blk);
@@ -734,7 +742,7 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 	/* Evict only if it can help: free + evictable bytes must cover the request. */
 	if (ot->arena.capacity - ot->arena.used + ot->evictable_bytes < need)
 		return -ENOMEM;
-	while (rc == -ENOMEM && evict_one(ot))
+	while (rc == -ENOMEM && evict_one(ot, chances_left))
 		rc = coffer__arena_alloc(&ot->arena, size, blk);
 	return rc;
 }
@@ -775,6 +783,7 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 {
 	struct entry *e = entry_find(ot, req->oid, h);
 	struct coffer__ablk *blk = NULL;
+	size_t chances = ot->nlru; /* one pass for the whole request */
 	struct obj *o;
 	int rc;
 
@@ -786,13 +795,13 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 	/* 0-byte objects take no arena space; the object count bounds the store's own
 	 * memory instead (evicting like a full arena would). */
 	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot))
+		if (!evict_one(ot, &chances))
 			return -ENOMEM;
 	o = pool_get(&ot->objs, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
 	if (req->size > 0) {
-		rc = alloc_evicting(ot, req->size, &blk);
+		rc = alloc_evicting(ot, req->size, &blk, &chances);
 		if (rc != 0) {
 			pool_put(&ot->objs, o);
 			return rc;
@@ -966,6 +975,7 @@ static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const str
 		      struct coffer_rep *rep)
 {
 	struct coffer__ablk *blk;
+	size_t chances = ot->nlru; /* one pass for the whole request */
 	struct resv *r;
 	int rc;
 
@@ -977,12 +987,12 @@ static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const str
 		return -EAGAIN;
 	/* a reservation becomes an object: it counts against the bound on records */
 	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot))
+		if (!evict_one(ot, &chances))
 			return -ENOMEM;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -ENOMEM;
-	rc = alloc_evicting(ot, req->size, &blk);
+	rc = alloc_evicting(ot, req->size, &blk, &chances);
 	if (rc != 0) {
 		free(r);
 		return rc;

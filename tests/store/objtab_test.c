@@ -7,6 +7,8 @@
  * their route - each followed by coffer__ot_check() and, at the end, nothing left.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -433,6 +435,95 @@ static void test_index_reads_keep_objects_cached(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* A client process that sets every access-map bit as fast as it can (runtime/proto.h,
+ * "Access map"): here a thread storing 0xff over the whole map until told to stop. */
+struct hammer {
+	uint8_t *map;
+	size_t bytes;
+	int stop, started;
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+
+	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
+		for (size_t i = 0; i < h->bytes; i++)
+			__atomic_store_n(&h->map[i], (uint8_t)0xff, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->started, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+#define HAMMER_OBJS   2048u
+#define HAMMER_SLOTS  4096u
+#define HAMMER_ROUNDS 4u
+
+/* One request passes over each evictable object at most once, however many objects it
+ * must evict, even while a client re-marks every slot as fast as the store clears them:
+ * the access map may cost a request one pass over the LRU list, never one pass per
+ * eviction (a create that needed K evictions used to walk the list K times: K x N, a store
+ * wedged for minutes at a few hundred thousand objects). */
+static void test_marks_cost_one_pass_per_request(void **state)
+{
+	static struct coffer_index_slot slots[HAMMER_SLOTS];
+	static uint8_t map[HAMMER_SLOTS / 8];
+	static struct hammer h = {.map = map, .bytes = sizeof(map)}; /* outlives a failure */
+	struct coffer__ot_stats st0, st;
+	struct coffer_req r = {0};
+	struct coffer__owner a;
+	struct coffer__ot *ot;
+	pthread_t t;
+	unsigned int i, round;
+
+	(void)state;
+	memset(slots, 0, sizeof(slots));
+	memset(map, 0, sizeof(map));
+	assert_int_equal(
+	    coffer__ot_create(&ot, (uint64_t)HAMMER_OBJS * COFFER_ARENA_ALIGN, 1, deliver, NULL),
+	    0);
+	coffer__ot_set_index(ot, slots, map, HAMMER_SLOTS, 0x5eed);
+	coffer__ot_owner_init(&a);
+	assert_int_equal(pthread_create(&t, NULL, hammer_main, &h), 0);
+	while (!__atomic_load_n(&h.started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	/* a few rounds: the marker must run while the store evicts (two cores, or a switch) */
+	for (round = 0; round < HAMMER_ROUNDS; round++) {
+		/* fill the arena with objects of one block each, all sealed and evictable */
+		for (i = 0; i < HAMMER_OBJS; i++) {
+			memset(&r, 0, sizeof(r));
+			r.oid[0] = (uint8_t)(i & 0xff);
+			r.oid[1] = (uint8_t)(i >> 8);
+			r.oid[2] = 0xaa;
+			r.op = COFFER_OP_CREATE;
+			r.size = COFFER_ARENA_ALIGN;
+			assert_int_equal(ex_req(ot, &a, &r, NULL), 0);
+			r.op = COFFER_OP_SEAL;
+			r.size = 0;
+			r.flags = COFFER_SEAL_RELEASE;
+			assert_int_equal(ex_req(ot, &a, &r, NULL), 0);
+		}
+		coffer__ot_stats(ot, &st0);
+		assert_int_equal(st0.objects_sealed, HAMMER_OBJS);
+		/* one create that needs every object evicted */
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 1,
+				    (uint64_t)HAMMER_OBJS * COFFER_ARENA_ALIGN, 0, 0, NULL),
+				 0);
+		coffer__ot_stats(ot, &st);
+		assert_int_equal(st.evictions - st0.evictions, HAMMER_OBJS);
+		assert_true(st.second_chances - st0.second_chances <= HAMMER_OBJS);
+		assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 1, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+		assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, 1, 0, 0, 0, NULL), 0);
+	}
+	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	coffer__ot_owner_gone(ot, &a);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.used, 0);
+	assert_int_equal(st.entries, 0);
+	coffer__ot_destroy(ot);
+}
+
 /* A RESERVE, PUT or UNRESERVE (protocol v5): @off is the reservation's offset; RESERVE
  * and UNRESERVE carry the all-zero ObjectID (@id 0). Never waits. */
 static int exr(struct coffer__ot *ot, struct coffer__owner *ow, uint16_t op, uint8_t id,
@@ -748,6 +839,7 @@ int main(void)
 	    cmocka_unit_test(test_release_by_offset_after_replace),
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
 	    cmocka_unit_test(test_index_reads_keep_objects_cached),
+	    cmocka_unit_test(test_marks_cost_one_pass_per_request),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
 	    cmocka_unit_test(test_index_follows_table),
 	    cmocka_unit_test(test_reserve_put),
