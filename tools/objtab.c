@@ -137,7 +137,7 @@ struct coffer__ot {
 	uint32_t index_mask;
 	uint8_t *access; /* the index's access map (one bit per slot, clients set), or NULL */
 	uint64_t index_seed, index_live, index_unplaced;
-	uint64_t second_chances; /* evictions that passed over an object read through the index */
+	uint64_t second_chances; /* objects eviction passed over: used or read since last */
 	coffer__ot_deliver_fn deliver;
 	void *ctx;
 };

@@ -44,7 +44,7 @@ struct coffer__ot_stats {
 	uint64_t reserved;	 /* arena blocks reserved by clients (RESERVE, not yet put) */
 	uint64_t reserved_bytes; /* their arena bytes (block sizes, rounded) */
 	uint64_t index_slots;	 /* slots of the shared index (0: none) */
-	uint64_t second_chances; /* objects eviction passed over (read through the index) */
+	uint64_t second_chances; /* objects eviction passed over (used or read since last) */
 };
 
 /**

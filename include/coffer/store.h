@@ -96,7 +96,9 @@ struct coffer_store_info {
 	uint64_t index_slots;	  /* slots of the shared object index (0: the store has none) */
 	uint64_t index_objects;	  /* sealed objects readable through the index now */
 	uint64_t index_unplaced;  /* seals since start whose object found no index slot */
-	uint64_t second_chances;  /* objects eviction passed over, read through the index */
+	uint64_t second_chances;  /* objects eviction passed over since start: sealed or
+				   * released, or read through the index, since they
+				   * were last passed over (a CLOCK second chance) */
 };
 
 /**
