@@ -167,8 +167,8 @@ struct coffer_hello_reply {
  * list order). So reads through the index keep an object cached as a get and release
  * would, without a request. The store only ever tests, sets and clears bits: a client that
  * sets bits it did not earn changes which objects are evicted first and can make a request
- * that evicts cost one pass, nothing else. Source: the CLOCK (second-chance) replacement of operating systems' page
- * caches, the referenced bit set by the MMU.
+ * that evicts cost one pass, nothing else. Source: the CLOCK (second-chance) replacement
+ * of operating systems' page caches, the referenced bit set by the MMU.
  */
 /* Most slots an index may have (4 GiB of slots); a client refuses more (-EPROTO). */
 #define COFFER_INDEX_SLOTS_MAX (1u << 26)
