@@ -538,14 +538,8 @@ int coffer__eq_get(coffer_handle_t eqh, struct coffer_eq **eqp)
 
 	if (!eq_handle_valid(eqh))
 		return -EINVAL;
-	/* One read-side section from loading the hash to the reference: the runtime's last
-	 * coffer_fini() (a racing last coffer_disconnect() of a program that never called
-	 * coffer_init()) frees an unpublished hash after a grace period unless a record is
-	 * still held (test_ctl_calls_vs_last_disconnect). */
-	coffer__rcu_read_lock();
-	hh = coffer_hhash_global();
-	rc = hh == NULL ? -EINVAL : coffer_hhash_lookup(hh, eqh, COFFER_HTYPE_EQ, &link);
-	coffer__rcu_read_unlock();
+	/* a racing last coffer_disconnect() may stop the runtime */
+	rc = coffer__global_lookup(eqh, COFFER_HTYPE_EQ, &hh, &link);
 	if (rc != 0)
 		return rc == -EINVAL ? -EINVAL : -ENOENT;
 	*eqp = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);

@@ -1170,12 +1170,10 @@ static int chan_get(coffer_handle_t connh, coffer_handle_t eqh, struct coffer__c
 		 * the global hash and drains it), and the hash stays valid for the putref of a
 		 * reference held (coffer_hhash_destroy()). Get-unless-zero: a connection already
 		 * released is gone, not revived. */
-		hh = coffer_hhash_global();
-		if (!hh || coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) < 0) {
-			coffer__rcu_read_unlock();
-			return -ENOTCONN;
-		}
+		rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
 		coffer__rcu_read_unlock();
+		if (rc < 0)
+			return -ENOTCONN;
 		rc = link == &conn->link ? chan_open(conn, eqh) : -ENOTCONN;
 		coffer_hhash_putref(hh, link);
 		if (rc < 0)

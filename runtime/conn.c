@@ -786,12 +786,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	bool last;
 	int zero = 0, rc;
 
-	/* Loaded and referenced in one read-side section: another thread's disconnect of the
-	 * same handle may be the last one and stop the runtime (see coffer_store_query). */
-	coffer__rcu_read_lock();
-	hh = coffer_hhash_global();
-	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
-	coffer__rcu_read_unlock();
+	/* another thread's disconnect of the same handle may be the last one */
+	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);
@@ -867,14 +863,8 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
 
 	if (!info)
 		return -EINVAL;
-	/* The hash is loaded and its reference taken in one read-side section: a racing last
-	 * coffer_disconnect() stops the runtime, and coffer_fini() frees the hash after a grace
-	 * period unless a record is still held (test_ctl_calls_vs_last_disconnect: a
-	 * use-after-free without it). The reference keeps it valid for the putref. */
-	coffer__rcu_read_lock();
-	hh = coffer_hhash_global();
-	rc = hh ? coffer_hhash_lookup(hh, connh, COFFER_HTYPE_CONN, &link) : -EINVAL;
-	coffer__rcu_read_unlock();
+	/* a racing last coffer_disconnect() may stop the runtime */
+	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
 	if (rc < 0)
 		return rc;
 	conn = CONN_OF(link);

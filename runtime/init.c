@@ -116,6 +116,19 @@ COFFER_API struct coffer_hhash *coffer_hhash_global(void)
 	return __atomic_load_n(&global_hh, __ATOMIC_ACQUIRE);
 }
 
+/* coffer__global_lookup(): see runtime/rcu.h. */
+int coffer__global_lookup(coffer_handle_t h, enum coffer_htype type, struct coffer_hhash **hhp,
+			  struct coffer_hlink **linkp)
+{
+	int rc;
+
+	coffer__rcu_read_lock();
+	*hhp = coffer_hhash_global();
+	rc = *hhp ? coffer_hhash_lookup(*hhp, h, type, linkp) : -EINVAL;
+	coffer__rcu_read_unlock();
+	return rc;
+}
+
 void coffer__init_atfork_prepare(void)
 {
 	pthread_mutex_lock(&init_mu);

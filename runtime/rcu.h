@@ -14,6 +14,8 @@
 
 #include <urcu/urcu-bp.h>
 
+#include <coffer/hash.h>
+
 /*
  * ThreadSanitizer cannot see liburcu's grace periods (they are made of inline-asm barriers
  * and membarrier(2) inside an uninstrumented library) nor the hand-off of a callback to the
@@ -119,6 +121,21 @@ int coffer__rcu_setup(void);
  * Context: any thread except a call_rcu worker; not inside a read-side section.
  */
 int coffer__rcu_barrier(void);
+
+/**
+ * coffer__global_lookup() - a counted reference to the record of handle @h (type @type) in
+ * the process's global handle hash, the hash loaded and the reference taken in one
+ * read-side section: a racing last coffer_disconnect() of a program that never called
+ * coffer_init() stops the runtime, and coffer_fini() frees an unpublished hash after a
+ * grace period unless a record is still held (test_ctl_calls_vs_last_disconnect), so the
+ * reference keeps *@hhp valid for the coffer_hhash_putref() the caller owes.
+ * @hhp: out: the hash the reference is on.
+ * @linkp: out: the record.
+ * Return: 0; -EINVAL (runtime not initialised, or as coffer_hhash_lookup()); -ENOENT.
+ * Context: any thread; may be called inside a read-side section (they nest).
+ */
+int coffer__global_lookup(coffer_handle_t h, enum coffer_htype type, struct coffer_hhash **hhp,
+			  struct coffer_hlink **linkp);
 
 /* Fork hooks of the other runtime pieces, called by rcu.c in a fixed order. */
 void coffer__init_atfork_prepare(void);

@@ -706,11 +706,11 @@ static bool evict_one(struct coffer__ot *ot, size_t *chances_left)
 	 * chance at the tail, its bits cleared. At most one pass per request: clients may
 	 * set bits as fast as this clears them, and after one pass every bit that was set
 	 * is cleared. */
-	for (size_t chances = 0;; chances++) {
+	for (;;) {
 		bool read, used;
 
 		o = COFFER_DL_ENTRY(ot->lru.next, struct obj, lru);
-		if (chances == ot->nlru || *chances_left == 0)
+		if (*chances_left == 0)
 			break;
 		(*chances_left)--;
 		read = accessed_clear(ot, o);
