@@ -19,20 +19,42 @@ extern char **environ;
 #include "store_fixture.h"
 
 /*
- * The store started last, killed if this process ends without store_stop(): a failed
- * assertion that ends the process, exit() from a library, or a sanitizer report (the
- * sanitizer's death callback). Never leave a store running.
+ * Every store started and not yet stopped, killed if this process ends without store_stop():
+ * a failed assertion that ends the process, exit() from a library, or a sanitizer report (the
+ * sanitizer's death callback). Never leave a store running: a test that starts its own store
+ * beside its setup's and fails an assertion (cmocka jumps to the teardown, which stops only
+ * the setup's store) must not leave its own running - it would hold the test's stdout and
+ * make the test runner wait for it until its timeout instead of reporting the failure.
  */
-static volatile pid_t g_live_pid = -1;
+#define LIVE_MAX 16
+static volatile pid_t g_live_pids[LIVE_MAX];
+
+static void live_add(pid_t pid)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (g_live_pids[i] <= 0) {
+			g_live_pids[i] = pid;
+			return;
+		}
+}
+
+static void live_del(pid_t pid)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (g_live_pids[i] == pid)
+			g_live_pids[i] = 0;
+}
 
 void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
 
 static void kill_live_store(void)
 {
-	pid_t pid = g_live_pid;
+	for (int i = 0; i < LIVE_MAX; i++) {
+		pid_t pid = g_live_pids[i];
 
-	if (pid > 0)
-		kill(pid, SIGKILL);
+		if (pid > 0)
+			kill(pid, SIGKILL);
+	}
 }
 
 static void on_fatal_signal(int sig)
@@ -103,7 +125,7 @@ int store_start(struct store_fixture *f, const char *mem)
 			return -rc;
 		}
 		install_guards();
-		g_live_pid = f->pid;
+		live_add(f->pid);
 	}
 	for (int i = 0; i < 1000; i++) { /* up to 10 s on a loaded machine */
 		if (try_connect(f->sock) == 0)
@@ -123,7 +145,7 @@ int store_stop(struct store_fixture *f)
 	int status = 0, rc = -1;
 
 	if (f->pid > 0) {
-		g_live_pid = -1;
+		live_del(f->pid);
 		kill(f->pid, SIGTERM);
 		for (int i = 0; i < 500; i++) {
 			if (waitpid(f->pid, &status, WNOHANG) == f->pid) {
@@ -151,7 +173,7 @@ void store_kill(struct store_fixture *f)
 	int status;
 
 	if (f->pid > 0) {
-		g_live_pid = -1;
+		live_del(f->pid);
 		kill(f->pid, SIGKILL);
 		waitpid(f->pid, &status, 0);
 		f->pid = -1;
