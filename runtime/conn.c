@@ -690,7 +690,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 		path = defpath;
 	}
 	pthread_once(&g_once, conn_once);
-	rc = coffer_init();
+	rc = coffer__runtime_get();
 	if (rc < 0)
 		return rc;
 	conn = calloc(1, sizeof(*conn));
@@ -773,7 +773,7 @@ err_free:
 		close(conn->sock);
 	conn_free(&conn->link);
 err_fini:
-	coffer_fini();
+	coffer__runtime_put();
 	return rc;
 }
 
@@ -831,7 +831,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 		coffer__obj_thread_release();
 		coffer__chan_release_bindings();
 	}
-	coffer_fini();
+	coffer__runtime_put();
 	return 0;
 }
 

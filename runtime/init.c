@@ -5,12 +5,13 @@
  *
  * Design note
  * -----------
- * init_mu guards init_refs and the creation/removal of the global handle hash. The pointer
- * itself is read without the mutex by coffer_hhash_global(): stored with RELEASE after the
- * hash is fully built, loaded with ACQUIRE (pairs with it). The last fini unpublishes the
- * hash under init_mu and destroys it after dropping init_mu: destroy waits for a grace period
- * and for call_rcu callbacks, which may themselves use coffer, and fork-prepare takes init_mu
- * after parking the call_rcu workers - holding init_mu across the barrier could deadlock.
+ * init_mu guards init_refs (every reference: coffer_init()'s and each connection's, see
+ * coffer__runtime_get()), user_refs (coffer_init()'s alone) and the creation/removal of the global
+ * handle hash. The pointer itself is read without the mutex by coffer_hhash_global(): stored with
+ * RELEASE after the hash is fully built, loaded with ACQUIRE (pairs with it). The last fini
+ * unpublishes the hash under init_mu and destroys it after dropping init_mu: destroy waits for a
+ * grace period and for call_rcu callbacks, which may themselves use coffer, and fork-prepare takes
+ * init_mu after parking the call_rcu workers - holding init_mu across the barrier could deadlock.
  * The process handle hash gets 2^18 buckets by default, not the generic table's 2^14: it
  * holds every open object handle, and its chains must stay short at a few hundred thousand
  * handles (obj_open close measured 0.17 M/s at 200k handles with 2^14 buckets, where lookups
@@ -37,7 +38,8 @@
 #include "runtime/rcu.h"
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long init_refs;		    /* init_mu */
+static unsigned long init_refs;		    /* init_mu; all references */
+static unsigned long user_refs;		    /* init_mu; coffer_init()'s, not connections' */
 static struct coffer_hhash *global_hh;	    /* written under init_mu; RELEASE/ACQUIRE */
 static struct coffer_htab_params hh_params; /* init_mu; from the environment */
 static bool env_read;			    /* init_mu */
@@ -56,7 +58,8 @@ static int read_env(void)
 	return 0;
 }
 
-COFFER_API int coffer_init(void)
+/* One reference more; @user: the caller's own (coffer_init()), else a connection's. */
+static int runtime_get(bool user)
 {
 	struct coffer_hhash *hh;
 	int rc = 0;
@@ -80,11 +83,25 @@ COFFER_API int coffer_init(void)
 		__atomic_store_n(&global_hh, hh, __ATOMIC_RELEASE);
 	}
 	init_refs++;
+	user_refs += user;
 	pthread_mutex_unlock(&init_mu);
 	return 0;
 }
 
-COFFER_API int coffer_fini(void)
+COFFER_API int coffer_init(void)
+{
+	return runtime_get(true);
+}
+
+int coffer__runtime_get(void)
+{
+	return runtime_get(false);
+}
+
+/* One reference less; @user: the caller's own. A coffer_fini() with no coffer_init() left to
+ * balance is refused (-EINVAL) even while connections keep the runtime up: dropping one of
+ * their references would destroy the handle hash under a live connection. */
+static int runtime_put(bool user)
 {
 	struct coffer_hhash *hh = NULL;
 
@@ -92,10 +109,11 @@ COFFER_API int coffer_fini(void)
 	if (coffer__rcu_read_ongoing())
 		return -EINVAL;
 	pthread_mutex_lock(&init_mu);
-	if (init_refs == 0) {
+	if (init_refs == 0 || (user && user_refs == 0)) {
 		pthread_mutex_unlock(&init_mu);
 		return -EINVAL;
 	}
+	user_refs -= user;
 	if (--init_refs == 0) {
 		hh = global_hh;
 		__atomic_store_n(&global_hh, NULL, __ATOMIC_RELEASE);
@@ -109,6 +127,16 @@ COFFER_API int coffer_fini(void)
 	}
 	(void)coffer__rcu_barrier();
 	return 0;
+}
+
+COFFER_API int coffer_fini(void)
+{
+	return runtime_put(true);
+}
+
+int coffer__runtime_put(void)
+{
+	return runtime_put(false);
 }
 
 COFFER_API struct coffer_hhash *coffer_hhash_global(void)

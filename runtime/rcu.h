@@ -137,6 +137,24 @@ int coffer__rcu_barrier(void);
 int coffer__global_lookup(coffer_handle_t h, enum coffer_htype type, struct coffer_hhash **hhp,
 			  struct coffer_hlink **linkp);
 
+/**
+ * coffer__runtime_get() - take a reference on the process runtime for a connection, as
+ * coffer_init() does, but not one coffer_fini() may drop: an application's coffer_fini()
+ * without a coffer_init() left to balance gets -EINVAL instead of stopping the runtime
+ * under a live connection.
+ * Return: as coffer_init().
+ * Context: as coffer_init().
+ */
+int coffer__runtime_get(void);
+
+/**
+ * coffer__runtime_put() - drop a reference taken by coffer__runtime_get(); the last
+ * reference of any kind stops the runtime, as the last coffer_fini() does.
+ * Return: 0, or -EINVAL (inside a read-side section; no reference held).
+ * Context: as coffer_fini().
+ */
+int coffer__runtime_put(void);
+
 /* Fork hooks of the other runtime pieces, called by rcu.c in a fixed order. */
 void coffer__init_atfork_prepare(void);
 void coffer__init_atfork_parent(void);

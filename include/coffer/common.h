@@ -60,7 +60,10 @@ COFFER_API int coffer_init(void);
  * (a thread pool joined after shutdown): each one's hidden EQ of blocking calls is released
  * when it exits, and the destroyed hash's memory goes with the last of them.
  *
- * Return: 0, or -EINVAL when the runtime is not initialised.
+ * Return: 0, or -EINVAL when the runtime is not initialised or this call has no successful
+ * coffer_init() left to balance (one coffer_fini() too many; the references connections
+ * hold, see coffer_connect(), are theirs and are not dropped: nothing changes), or when
+ * called inside an RCU read-side section.
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section
  * (rcu_barrier() would deadlock).
  */

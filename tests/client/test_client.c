@@ -2066,6 +2066,33 @@ static void *blocked_get(void *arg)
 	return NULL;
 }
 
+/*
+ * coffer_fini() called once more than coffer_init() (common.h: -EINVAL when there is no
+ * coffer_init() left to balance) while a connection is open: the connection's own reference
+ * on the runtime is not the caller's to drop. It used to be taken: the extra fini returned 0
+ * and destroyed the handle hash under the live connection, whose every later call (and its
+ * coffer_disconnect()) then said -EINVAL, leaking its socket, mappings and monitor thread.
+ */
+static void test_fini_once_too_often(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(coffer_fini(), 0);
+	assert_int_equal(coffer_fini(), 0);	  /* the setup's coffer_init() */
+	assert_int_equal(coffer_fini(), -EINVAL); /* one more than coffer_init() */
+	assert_int_equal(coffer_fini(), -EINVAL);
+	assert_non_null(coffer_hhash_global());
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(coffer_init(), 0); /* for the teardown */
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_store_query(c, &info), -ENOENT);
+	expect_handles_closed(t);
+}
+
 static void test_store_killed(void **state)
 {
 	struct tctx *t = *state;
@@ -3274,6 +3301,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fini_once_too_often, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
