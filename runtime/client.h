@@ -205,7 +205,8 @@ struct coffer__conn {
 	uint32_t batch;		   /* publish threshold (requests) */
 	uint32_t store_timeout_ms; /* control answers; liveness probe (COFFER_STORE_TIMEOUT_MS) */
 	atomic_int dead;	   /* 0, or the error every new request gets (-ENOTCONN) */
-	bool forked; /* inherited across fork(): never touch the socket or the rings */
+	atomic_bool silent; /* given up on because the store did not answer (see conn_fail) */
+	bool forked;	    /* inherited across fork(): never touch the socket or the rings */
 	bool monitor_started;
 	atomic_int stopping; /* disconnect asks the monitor to exit; release/acquire */
 	pthread_t monitor;
@@ -238,8 +239,19 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 /* Marks @conn dead and completes everything pending on it with -ENOTCONN (idempotent). Every
  * later call on it gets -ENOTCONN, whatever killed it; only the call that found the cause
  * (a control exchange or blocking call that timed out: -ETIMEDOUT; a malformed reply:
- * -EPROTO) reports the cause itself. */
+ * -EPROTO) reports the cause itself, and so do blocking calls pending on a store that was
+ * given up on for its silence (coffer__conn_fail_silent()). */
 void coffer__conn_fail(struct coffer__conn *conn);
+
+/* coffer__conn_fail() because the store, alive, did not answer in time (a control exchange,
+ * the liveness probe or a blocking call timed out: stopped or wedged, not gone). A blocking
+ * call whose request was pending then says -ETIMEDOUT rather than -ENOTCONN (store.h), even
+ * when another thread or the monitor found it; later calls still get -ENOTCONN. */
+void coffer__conn_fail_silent(struct coffer__conn *conn);
+
+/* Whether @connh's connection was failed by coffer__conn_fail_silent(); false when unknown.
+ * Context: any thread. */
+bool coffer__conn_was_silent(coffer_handle_t connh);
 
 /*
  * Destroys the calling thread's hidden EQ of blocking calls now rather than at thread exit

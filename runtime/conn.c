@@ -415,7 +415,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			 * late answer would be taken for the next request's, so the connection is
 			 * failed rather than reused. */
 			rc = -ETIMEDOUT;
-			coffer__conn_fail(conn);
+			coffer__conn_fail_silent(conn);
 			goto out;
 		}
 		if (n < 0) {
@@ -482,6 +482,26 @@ void coffer__conn_fail(struct coffer__conn *conn)
 	if (atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN,
 						    memory_order_relaxed, memory_order_relaxed))
 		conn_poke(conn);
+}
+
+void coffer__conn_fail_silent(struct coffer__conn *conn)
+{
+	/* Before dead: whoever sees the channels failed may ask why (release/acquire). */
+	atomic_store_explicit(&conn->silent, true, memory_order_release);
+	coffer__conn_fail(conn);
+}
+
+bool coffer__conn_was_silent(coffer_handle_t connh)
+{
+	struct coffer__conn *conn;
+	bool silent = false;
+
+	coffer__rcu_read_lock();
+	conn = coffer__conn_lookup_rcu(connh);
+	if (conn)
+		silent = atomic_load_explicit(&conn->silent, memory_order_acquire);
+	coffer__rcu_read_unlock();
+	return silent;
 }
 
 /*

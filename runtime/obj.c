@@ -444,7 +444,7 @@ static void obj_conn_give_up(coffer_handle_t connh)
 	coffer__rcu_read_lock();
 	conn = coffer__conn_lookup_rcu(connh);
 	if (conn)
-		coffer__conn_fail(conn);
+		coffer__conn_fail_silent(conn);
 	coffer__rcu_read_unlock();
 }
 
@@ -517,8 +517,11 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 			gave_up = true;
 		}
 	}
-	/* Our event completed because we gave up on the store: say why. */
-	if (gave_up && c->ev.ev_error == -ENOTCONN)
+	/* Our event completed because the store, alive, was given up on - by us or by the
+	 * connection monitor's liveness probe, which may fire first when our own timeout is
+	 * long or infinite: say why (store.h: a stopped store fails a blocking call with
+	 * -ETIMEDOUT; a killed one with -ENOTCONN). */
+	if (c->ev.ev_error == -ENOTCONN && (gave_up || coffer__conn_was_silent(connh)))
 		return -ETIMEDOUT;
 	return c->ev.ev_error;
 }

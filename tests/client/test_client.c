@@ -2273,6 +2273,52 @@ static void test_store_stopped_async(void **state)
 }
 
 /*
+ * store.h: a blocking call (@ev NULL) on a store that is alive but silent (SIGSTOP) fails
+ * with -ETIMEDOUT, and only later calls on the connection with -ENOTCONN - also when the
+ * call's own timeout is long or forever, so that the connection monitor's liveness probe
+ * (COFFER_STORE_TIMEOUT_MS, here 300 ms) gives up on the store before the call itself does.
+ * Such a get used to return -ENOTCONN, as if the store had died. A killed store still gives
+ * -ENOTCONN (test_store_killed).
+ */
+static void test_store_stopped_long_get(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c[2], oh[2];
+	const int64_t own_us[2] = {20 * 1000 * 1000, -1};
+	struct coffer_oid oid;
+	struct timespec a;
+	const void *rd;
+	bool present;
+	double secs;
+
+	make_oid(&oid, 9, 4);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_connect(t->store.sock, &c[i]), 0);
+		assert_int_equal(coffer_obj_open(c[i], &oid, 0, &oh[i]), 0);
+		/* this thread's channel for blocking calls is open before the store stops */
+		assert_int_equal(coffer_obj_contains(c[i], &oid, &present, NULL), 0);
+	}
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	for (int i = 0; i < 2; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		assert_int_equal(coffer_obj_get(oh[i], own_us[i], &rd, NULL, NULL), -ETIMEDOUT);
+		secs = secs_since(&a);
+		assert_true(secs < 15.0); /* the probe, not the 20 s of the get's own timeout */
+		/* the connection stays dead */
+		assert_int_equal(coffer_obj_get(oh[i], 0, &rd, NULL, NULL), -ENOTCONN);
+	}
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+		assert_int_equal(coffer_disconnect(c[i]), 0);
+	}
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
  * A pool thread that makes blocking calls across runtime restarts: between its rounds the
  * main thread disconnects, runs the last coffer_fini() and starts again (coffer_init(),
  * coffer_connect()). Each round's first call finds the thread's hidden EQ gone with the old
@@ -3305,6 +3351,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_store_killed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_stopped_long_get, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
