@@ -22,7 +22,9 @@
  * asks the store for its statistics on the socket, and a store that does not answer within
  * the timeout fails the connection. Every pending event then completes with -ENOTCONN (at
  * most about three timeouts after the store stopped answering), so nothing waits forever on
- * a stopped store; a get waiting for a seal on a live store is not disturbed. Source: DAOS
+ * a stopped store, and a blocking call waiting on it returns -ETIMEDOUT (the store went
+ * silent; -ENOTCONN says it is gone), however long its own timeout; a get waiting for a seal
+ * on a live store is not disturbed. Source: DAOS
  * (CaRT) RPC timeouts.
  */
 #ifndef COFFER_STORE_H

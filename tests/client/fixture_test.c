@@ -58,6 +58,7 @@ int main(int argc, char **argv)
 	posix_spawn_file_actions_addclose(&fa, p[0]);
 	if (posix_spawn(&pid, argv[0], &fa, NULL, argv2, environ) != 0)
 		return 1;
+	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
