@@ -45,6 +45,10 @@
  * - Nothing a client sends can make the store block, fault or write to a freed session:
  *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, its
  *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
+ *   A channel's reply doorbell is the client's own eventfd: the O_NONBLOCK set on it at
+ *   CHANNEL_OPEN lives in the open file the client shares, and the client can clear it and
+ *   fill the counter, so each wake-up write runs under a one-shot timer (wake_efd()) whose
+ *   signal interrupts it; a doorbell that blocks closes that client only.
  * Source: Plasma store's event loop (plasma/store.cc), libuv's EMFILE reserve-fd trick,
  * virtio's event-index idea for doorbells, NVMe/virtio shadow doorbells for the page.
  */
@@ -65,7 +69,9 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/proto_util.h"
@@ -170,8 +176,81 @@ struct store {
 	uint64_t nclients;
 	uint64_t next_sess_id;
 	struct coffer__dl sessions, dirty_chans, dirty_sess, doomed;
+	timer_t wake_timer; /* bounds each reply-doorbell write (wake_efd()) */
+	bool wake_timer_ok;
 	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
 };
+
+/* The wake-up timer's signal, and how long one reply-doorbell write may block: a write to a
+ * client's eventfd blocks only when that client cleared O_NONBLOCK and filled its counter. */
+#define STORE_WAKE_SIG	    (SIGRTMIN + 2)
+#define STORE_WAKE_LIMIT_NS (20 * 1000 * 1000)
+
+static volatile sig_atomic_t wake_fired;
+
+static void wake_alarm(int sig)
+{
+	(void)sig;
+	wake_fired = 1;
+}
+
+/* Once, in setup(): the per-thread one-shot timer wake_efd() arms (SIGEV_THREAD_ID: the
+ * store's loop thread, also when the store runs in a thread of another program). Its
+ * handler is installed without SA_RESTART, so the signal ends a blocked write with EINTR. */
+static void wake_timer_setup(struct store *st)
+{
+	struct sigaction sa;
+	struct sigevent sev;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wake_alarm;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(STORE_WAKE_SIG, &sa, NULL) != 0)
+		goto fail;
+	sigemptyset(&set);
+	sigaddset(&set, STORE_WAKE_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = STORE_WAKE_SIG;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	if (timer_create(CLOCK_MONOTONIC, &sev, &st->wake_timer) != 0)
+		goto fail;
+	st->wake_timer_ok = true;
+	return;
+fail:
+	COFFER_LOG(COFFER_LOG_WARN,
+		   "no wake-up timer (%s): a client that makes its reply doorbell block "
+		   "can stop the store",
+		   strerror(errno));
+}
+
+/*
+ * Writes 1 to a client's reply doorbell @efd. Return: 0 (written, or the counter is already
+ * at its maximum and non-blocking: the client is signalled anyway); -EAGAIN when the write
+ * blocked past STORE_WAKE_LIMIT_NS (the client cleared O_NONBLOCK on its eventfd and filled
+ * it: close that client).
+ */
+static int wake_efd(struct store *st, int efd)
+{
+	static const struct itimerspec arm = {.it_value = {.tv_nsec = STORE_WAKE_LIMIT_NS}};
+	static const struct itimerspec disarm;
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (!st->wake_timer_ok) {
+		(void)!write(efd, &one, sizeof(one)); /* EAGAIN: already signalled */
+		return 0;
+	}
+	wake_fired = 0;
+	timer_settime(st->wake_timer, 0, &arm, NULL);
+	do
+		n = write(efd, &one, sizeof(one));
+	while (n < 0 && errno == EINTR && !wake_fired);
+	timer_settime(st->wake_timer, 0, &disarm, NULL);
+	return n < 0 && errno == EINTR ? -EAGAIN : 0;
+}
 
 /* ---------------------------------------------------------------- sending */
 
@@ -347,10 +426,8 @@ static void chan_mark_dirty(struct store *st, struct chan *c)
 }
 
 /* Publish the reply ring; ring the client's doorbell only if it sleeps. */
-static void chan_publish(struct chan *c)
+static void chan_publish(struct store *st, struct chan *c)
 {
-	uint64_t one = 1;
-
 	if (c->rep_published == c->rep_prod)
 		return;
 	c->rep_published = c->rep_prod;
@@ -359,8 +436,9 @@ static void chan_publish(struct chan *c)
 	/* seq_cst fence: orders the prod store before the flag load (Dekker handshake with
 	 * the client's flag store + fence + prod re-check; proto.h). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->shm->rep.consumer_sleeping, __ATOMIC_RELAXED) != 0)
-		(void)!write(c->rep_efd, &one, sizeof(one)); /* EAGAIN: already signalled */
+	if (__atomic_load_n(&c->shm->rep.consumer_sleeping, __ATOMIC_RELAXED) != 0 &&
+	    wake_efd(st, c->rep_efd) != 0)
+		doom(c->s, "its reply doorbell blocks (O_NONBLOCK cleared, counter full)");
 }
 
 static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
@@ -1124,7 +1202,7 @@ static void flush_dirty(struct store *st)
 		c->dirty = 0;
 		if (c->s->doomed)
 			continue;
-		chan_publish(c);
+		chan_publish(st, c);
 	}
 	while (!coffer__dl_empty(&st->dirty_sess)) {
 		struct sess *s = COFFER_DL_ENTRY(st->dirty_sess.next, struct sess, dirty_link);
@@ -1528,6 +1606,7 @@ static int setup(struct store *st)
 	ev.data.ptr = &st->sigkind;
 	if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->sigfd, &ev) != 0)
 		return -1;
+	wake_timer_setup(st);
 	st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return make_listener(st);
 }
@@ -1545,6 +1624,10 @@ static void teardown(struct store *st)
 	}
 	if (st->sigfd >= 0)
 		close(st->sigfd);
+	if (st->wake_timer_ok) {
+		timer_delete(st->wake_timer);
+		st->wake_timer_ok = false;
+	}
 	if (st->epfd >= 0)
 		close(st->epfd);
 	if (st->reserve_fd >= 0)

@@ -892,6 +892,47 @@ static void test_channel_cold_connection(void **state)
 	assert_int_equal(rc_chan_close(&ch), 0);
 }
 
+/*
+ * A client's reply doorbell is its own eventfd (CHANNEL_OPEN): the store sets O_NONBLOCK on
+ * it, but that flag belongs to the open file the client shares, and the client can clear it
+ * again. A client that then fills the eventfd's counter to its maximum and says it sleeps
+ * (rep.consumer_sleeping) made the store's wake-up write block for good: the whole store
+ * stopped, and every other client with it. The store must stay responsive: B's QUERY and
+ * ring request are answered, and the store stops cleanly.
+ */
+static void test_channel_reply_doorbell_made_blocking(void **state)
+{
+	struct fx *f = *state;
+	struct coffer_store_info info;
+	struct rc_chan cha, chb;
+	struct coffer_req r;
+	struct coffer_rep rep;
+	uint64_t full = 0xfffffffffffffffeull;
+	int fl;
+
+	assert_int_equal(rc_chan_open(&f->a, &cha, 8), 0);
+	assert_int_equal(rc_chan_open(&f->b, &chb, 8), 0);
+	fl = fcntl(cha.rep_efd, F_GETFL);
+	assert_true(fl >= 0 && (fl & O_NONBLOCK)); /* the store made it non-blocking */
+	assert_int_equal(fcntl(cha.rep_efd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	assert_int_equal(write(cha.rep_efd, &full, sizeof(full)), (ssize_t)sizeof(full));
+	__atomic_store_n(&cha.shm->rep.consumer_sleeping, 1, __ATOMIC_SEQ_CST);
+	rc_req_init(&f->a, &r, COFFER_OP_CONTAINS, 1);
+	assert_int_equal(rc_chan_submit(&cha, &r, 1), 0);
+	usleep(200 * 1000); /* the store answered A (or is stuck on A's doorbell) */
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	rc_req_init(&f->b, &r, COFFER_OP_CONTAINS, 2);
+	assert_int_equal(rc_chan_submit(&chb, &r, 1), 0);
+	assert_int_equal(rc_chan_wait(&chb, &rep, 1, 5000), 1);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(rc_chan_close(&chb), 0);
+	/* only A, whose doorbell blocked, was closed */
+	assert_int_not_equal(rc_query(&f->a, &info), 0);
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	assert_int_equal(info.clients, 1);
+	rc_chan_unmap(&cha);
+}
+
 static void test_channel_corrupt_indices_close_only_that_client(void **state)
 {
 	struct fx *f = *state;
@@ -1299,6 +1340,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_channel_limit_fds, setup16_nosweep, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_cold_connection, setup16_awake, teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_fairness, setup16, teardown),
+	    cmocka_unit_test_setup_teardown(test_channel_reply_doorbell_made_blocking, setup16,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_channel_corrupt_indices_close_only_that_client,
 					    setup16, teardown),
 	    cmocka_unit_test(test_cli_errors_exit_2),
@@ -1313,5 +1356,7 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("COFFER_TEST_FILTER")) /* e.g. COFFER_TEST_FILTER=test_channel_fairness */
+		cmocka_set_test_filter(getenv("COFFER_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
