@@ -223,6 +223,7 @@ struct cf_data {
 	struct cf_op *rel_all;	      /* every release event, through ->chain */
 	void **resv;		      /* reserved blocks, ready for a write's put */
 	unsigned int nr_resv;	      /* entries in resv[] */
+	unsigned int resv_cap;	      /* resv[]'s length: resv_max + depth at init */
 	unsigned int resv_max;	      /* most blocks pooled + reserving; 0: create and seal */
 	unsigned int resv_inflight;   /* reserves launched and not answered */
 	bool resv_sized;	      /* resv_max fitted to the store (cf_resv_fit()) */
@@ -366,12 +367,15 @@ static void cf_retry_push(struct cf_data *cd, struct cf_op *op)
  * refilled at commit with reserves in flight, off that path; a block whose put fails comes
  * back to the pool (the reservation is still this connection's). Blocks held: at most
  * resv_max in the pool or in flight as reserves, plus one per write in flight, so resv[]
- * (resv_max + depth entries) always has room for a block that comes back. The connection's
- * end frees every reservation never put.
+ * (resv_cap = resv_max + depth entries at init) always has room for a block that comes
+ * back. resv_max only falls after init (cf_resv_fit(), a failed reserve), so the room is
+ * checked against the array's own length: against resv_max, a block answered after a
+ * failed reserve set it to 0 was dropped, still reserved and unusable until the job ended.
+ * The connection's end frees every reservation never put.
  */
 static void cf_resv_back(struct cf_data *cd, void *data)
 {
-	if (cd->nr_resv < cd->resv_max + cd->depth)
+	if (cd->nr_resv < cd->resv_cap)
 		cd->resv[cd->nr_resv++] = data;
 }
 
@@ -1089,7 +1093,8 @@ static int cf_init(struct thread_data *td)
 	    td->o.max_bs[DDIR_WRITE] > 0) {
 		cd->resv_max = 2 * cd->depth < CF_RESV_MAX ? 2 * cd->depth : CF_RESV_MAX;
 		cd->resv_bytes = td->o.max_bs[DDIR_WRITE];
-		cd->resv = calloc(cd->resv_max + cd->depth, sizeof(*cd->resv));
+		cd->resv_cap = cd->resv_max + cd->depth;
+		cd->resv = calloc(cd->resv_cap, sizeof(*cd->resv));
 		if (!cd->resv) {
 			td_verror(td, ENOMEM, "coffer init");
 			return 1;
