@@ -1707,11 +1707,8 @@ int coffer__bench_store_main(int argc, char **argv)
 					 "the default socket path is too long: use --socket");
 
 	rc = coffer_init();
-	if (rc < 0) {
-		fprintf(stderr, "coffer-bench store: coffer_init: %s%s\n", coffer_strerror(rc),
-			bench_env_hint(rc));
-		return BENCH_EXIT_VERIFY;
-	}
+	if (rc < 0)
+		return bench_init_failed("store", rc);
 	rc = coffer_connect(o.socket, &conn);
 	if (rc < 0) {
 		rc = bench_connect_failed("store", o.socket, rc, ST_EXIT_NOSTORE);
