@@ -180,8 +180,10 @@ int main(int argc, char **argv)
 					   optarg);
 			/* connect(2) needs write permission on the socket file: group r
 			 * without w (0640) promises the group access its connect would fail
-			 * with EACCES; w without r (0620) is half a grant. rw or nothing. */
-			if ((m & 0060) == 0040 || (m & 0060) == 0020)
+			 * with EACCES; w without r (0620) is half a grant, and x alone (0610)
+			 * admits the group to the credential check but not to the file. Any
+			 * group bit at all means rw, or nothing. */
+			if ((m & 0070) != 0 && (m & 0060) != 0060)
 				return bad("bad --socket-mode '%s': group bits must be rw (0660: "
 					   "connecting needs w) or none (0600)",
 					   optarg);

@@ -128,6 +128,9 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
  * list is a snapshot of each event's state, taken under a lock that only event init/fini
  * and this call take (launch and completion stay lock-free).
  * Children are counted and listed with their parent, not on their own.
+ * This call does not run the EQ's progress hook, which is what takes the store's answers
+ * off a channel (coffer_eq_poll() and coffer_event_test() run it): an operation the store
+ * has already answered still counts, and is listed, as running until one of them has.
  * Return: a count >= 0 (events stored when listing); -EINVAL (@query 0 or unknown bits, bad
  *         handle, not initialised); -ENOENT.
  * Context: any thread. Source: DAOS daos_eq_query() (DAOS_EQR_COMPLETED / _WAITING).

@@ -88,6 +88,14 @@ int bench_connect_failed(const char *cmd, const char *path, int err, int nostore
  * (coffer_env_check()); else "". The string lives until the next call (main thread only).
  */
 const char *bench_env_hint(int err);
+/*
+ * Prints why coffer_init() failed for `coffer-bench @cmd`, given its error @err, naming a
+ * bad COFFER_* environment variable when that is the cause (bench_env_hint()).
+ * Return: the exit status to use: BENCH_EXIT_USAGE when the environment is the cause (as
+ * bench_connect_failed() does for coffer_connect()'s variables), else BENCH_EXIT_VERIFY.
+ * Main thread only.
+ */
+int bench_init_failed(const char *cmd, int err);
 
 /* ---- the thread harness -------------------------------------------------------------- */
 

@@ -398,6 +398,14 @@ const char *bench_env_hint(int err)
 	return buf;
 }
 
+int bench_init_failed(const char *cmd, int err)
+{
+	const char *hint = bench_env_hint(err);
+
+	fprintf(stderr, "coffer-bench %s: coffer_init: %s%s\n", cmd, coffer_strerror(err), hint);
+	return hint[0] != '\0' ? BENCH_EXIT_USAGE : BENCH_EXIT_VERIFY;
+}
+
 int bench_connect_failed(const char *cmd, const char *path, int err, int nostore)
 {
 	char why[200];

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <coffer/common.h>
+
 #include "bench.h"
 #include "hash_impl.h"
 
@@ -605,6 +607,16 @@ int coffer__bench_hash_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		return bench_bad_value("hash", NULL, 0, argv[optind]);
+	/* The coffer table holds a coffer_init() reference: a bad COFFER_* variable it reads
+	 * is a usage error said once, not a failed result per run. */
+	for (i = 0; i < BH_NIMPLS; i++)
+		if (o.impl_on[i] && bh_impls[i] == &bh_impl_coffer) {
+			int err = coffer_init();
+
+			if (err)
+				return bench_init_failed("hash", err);
+			coffer_fini();
+		}
 
 	if (o.csv && bench_csv_open(o.csv)) {
 		fprintf(stderr, "coffer-bench: cannot open %s: %s\n", o.csv, strerror(errno));

@@ -386,11 +386,8 @@ int coffer__bench_obj_open_main(int argc, char **argv)
 	}
 
 	err = coffer_init();
-	if (err) {
-		fprintf(stderr, "coffer-bench obj_open: coffer_init: %s%s\n", coffer_strerror(err),
-			bench_env_hint(err));
-		return BENCH_EXIT_VERIFY;
-	}
+	if (err)
+		return bench_init_failed("obj_open", err);
 	err = coffer_connect(path, &st.conn);
 	if (err) {
 		err = bench_connect_failed("obj_open", path, err, OO_EXIT_NOSTORE);

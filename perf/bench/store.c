@@ -1591,8 +1591,8 @@ static void st_usage(FILE *f)
 	    "  --put-max B     largest put (default 1 GiB, capped by the store's capacity);\n"
 	    "                  puts run at 1 MiB, 4 MiB, 16 MiB, ... (x4) up to it, at batch 1,\n"
 	    "                  batch 2 and streamed (put-stream) where 2 and 3 objects fit\n"
-	    "  --put-bytes B   payload bytes per put size, sets the repetitions (8 to 1000;\n"
-	    "                  default 2 GiB)\n"
+	    "  --put-bytes B   payload bytes per put size, 1 MiB or more (default 2 GiB); sets\n"
+	    "                  the repetitions: B / size, kept within 8..1000\n"
 	    "  --idle-channels N  run the small-object results again while N channels (1..%u)\n"
 	    "                  sit idle on other connections (impl coffer-idleN)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
@@ -1707,11 +1707,8 @@ int coffer__bench_store_main(int argc, char **argv)
 					 "the default socket path is too long: use --socket");
 
 	rc = coffer_init();
-	if (rc < 0) {
-		fprintf(stderr, "coffer-bench store: coffer_init: %s%s\n", coffer_strerror(rc),
-			bench_env_hint(rc));
-		return BENCH_EXIT_VERIFY;
-	}
+	if (rc < 0)
+		return bench_init_failed("store", rc);
 	rc = coffer_connect(o.socket, &conn);
 	if (rc < 0) {
 		rc = bench_connect_failed("store", o.socket, rc, ST_EXIT_NOSTORE);
