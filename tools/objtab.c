@@ -1189,45 +1189,19 @@ void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner
 		__builtin_prefetch(slot_h);
 		return;
 	}
-	if (stage == 3) {
-		/* Stage 3: what a get, a release or the seal of a replacement touches next: the
-		 * LRU neighbours it unlinks from, its arena block, the first holder of its
-		 * bucket. */
-		if (*slot_h != NULL)
-			__builtin_prefetch(*slot_h);
-		if (coffer__dl_linked(&o->lru)) {
-			__builtin_prefetch(o->lru.prev);
-			__builtin_prefetch(o->lru.next);
-		}
-		if (o->blk != NULL)
-			__builtin_prefetch(o->blk);
-		/* the index slot the seal of a replacement rewrites (random in a table of MiBs) */
-		if (o->islot != 0)
-			__builtin_prefetch(&ot->index[o->islot - 1], 1);
-		return;
+	/* Stage 3: what a get, a release or the seal of a replacement touches next: the LRU
+	 * neighbours it unlinks from, its arena block, the first holder of its bucket. */
+	if (*slot_h != NULL)
+		__builtin_prefetch(*slot_h);
+	if (coffer__dl_linked(&o->lru)) {
+		__builtin_prefetch(o->lru.prev);
+		__builtin_prefetch(o->lru.next);
 	}
-	/* Stage 4: the arena neighbours the free of a replaced object's block coalesces with
-	 * (coffer__arena_free() reads both): two dependent misses per replacing seal or PUT
-	 * that no earlier stage could start (about 30% of the store's samples in arena_free,
-	 * perf, fio randwrite numjobs 2, before this stage). */
-	if (o->blk != NULL) {
-		if (o->blk->prev_phys != NULL)
-			__builtin_prefetch(o->blk->prev_phys);
-		if (o->blk->next_phys != NULL)
-			__builtin_prefetch(o->blk->next_phys);
-	}
-}
-
-void coffer__ot_prefetch_resv(const struct coffer__ot *ot, uint64_t off, int stage)
-{
-	struct resv *const *slot = &ot->rbuckets[resv_hash(ot, off) & ot->rmask];
-
-	if (stage == 0)
-		__builtin_prefetch(slot);
-	else if (stage == 1 && *slot != NULL)
-		__builtin_prefetch(*slot);
-	else if (stage == 2 && *slot != NULL)
-		__builtin_prefetch((*slot)->blk);
+	if (o->blk != NULL)
+		__builtin_prefetch(o->blk);
+	/* the index slot the seal of a replacement rewrites (random in a table of MiBs) */
+	if (o->islot != 0)
+		__builtin_prefetch(&ot->index[o->islot - 1], 1);
 }
 
 int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,

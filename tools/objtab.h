@@ -108,26 +108,12 @@ uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid);
  * @h: coffer__ot_hash() of the request's ObjectID.
  * @stage: 0: the hash bucket; 1: the bucket's first entry; 2: the entry's current object and
  * the (client, object) holder bucket; 3: that bucket's first holder, the object's LRU
- * neighbours, its arena block and its object-index slot; 4: the arena block's address-order
- * neighbours (what freeing it when a seal or PUT replaces the object coalesces with).
+ * neighbours, its arena block and its object-index slot.
  * Source: the group prefetching of hash probes in Chen et al., "Improving Hash Join
  * Performance through Prefetching" (ICDE 2004).
  */
 void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner *ow, uint64_t h,
 			 int stage);
-
-/**
- * coffer__ot_prefetch_resv() - coffer__ot_prefetch() for the reservation a PUT names by the
- * arena offset @off of its block: stage 0 the reservation's hash bucket, 1 its first record,
- * 2 that record's arena block (the PUT compares its offset). Call it for every PUT of a batch
- * with each stage in turn, as coffer__ot_prefetch(). A pure hint: it changes nothing and
- * cannot fault (it reads only the table's reservation buckets and live records).
- * @ot: the table.
- * @off: the PUT's req->offset; any value (a request not checked yet).
- * @stage: 0, 1 or 2 (other values do nothing).
- * Threading: the table's single thread, like every coffer__ot_*() call.
- */
-void coffer__ot_prefetch_resv(const struct coffer__ot *ot, uint64_t off, int stage);
 
 /**
  * coffer__ot_exec_hashed() - coffer__ot_exec() for a request whose ObjectID hash the caller

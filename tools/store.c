@@ -452,9 +452,8 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
  *
  * Requests are taken in groups of up to DRAIN_BATCH: each group is copied into private memory
  * (copy, then trust: nothing is read from the ring twice), every request's ObjectID is
- * hashed and its table lines are prefetched in five passes (coffer__ot_prefetch(): bucket,
- * entry, object + holder bucket, holder + LRU neighbours + arena block, the block's arena
- * neighbours; and a PUT's reservation: bucket, record, block), then the requests are
+ * hashed and its table lines are prefetched in four passes (coffer__ot_prefetch(): bucket,
+ * entry, object + holder bucket, holder + LRU neighbours + arena block), then the requests are
  * checked and executed in ring order. Prefetching is only a hint, so an invalid request costs
  * nothing more than a wasted load; coffer__req_check() still decides before anything is executed.
  * The group size is fixed when the group is taken: every executed request uses exactly one reply
@@ -504,15 +503,10 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 			memcpy(&reqs[i], &c->reqs[(c->req_cons + i) & c->mask], sizeof(reqs[i]));
 			hash[i] = coffer__ot_hash(st->ot, reqs[i].oid);
 			coffer__ot_prefetch(st->ot, &s->owner, hash[i], 0);
-			if (reqs[i].op == COFFER_OP_PUT)
-				coffer__ot_prefetch_resv(st->ot, reqs[i].offset, 0);
 		}
-		for (stage = 1; stage <= 4 && k > 1; stage++)
-			for (i = 0; i < k; i++) {
+		for (stage = 1; stage <= 3 && k > 1; stage++)
+			for (i = 0; i < k; i++)
 				coffer__ot_prefetch(st->ot, &s->owner, hash[i], stage);
-				if (reqs[i].op == COFFER_OP_PUT)
-					coffer__ot_prefetch_resv(st->ot, reqs[i].offset, stage);
-			}
 		for (j = 0; j < k && !s->doomed; j++) {
 			struct coffer_rep rep;
 			int rc = coffer__req_check(&reqs[j]), imm = 1;
