@@ -1251,6 +1251,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	struct cf_req *req = io_u->engine_data;
 	const struct cf_file *cff = FILE_ENG_DATA(io_u->file);
 	enum cf_stage stage;
+	bool busy;
 	int rc;
 
 	fio_ro_check(td, io_u);
@@ -1290,8 +1291,11 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	/* the reads queued before this I/O go out first: requests keep fio's order */
 	cf_pend_flush(cd);
 	req->seq = cd->seq++;
+	/* asked before this write counts itself: else its own count made every write scan all
+	 * io_us (2.6% of fio's samples, perf, randwrite numjobs 2) */
+	busy = cf_block_busy(cd, &req->op);
 	cd->wt_count[cf_wt_slot(cd, &req->op.oid)]++;
-	if (cf_block_busy(cd, &req->op)) {
+	if (busy) {
 		/* An earlier write or trim of this job to the block is not done: this one
 		 * goes out once it is (cf_order_next). Two in flight at once may complete in
 		 * either order, and the older data would win (norandommap: fio's verify
