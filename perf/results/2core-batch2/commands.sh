@@ -21,8 +21,9 @@ for i in 1 2 3; do /tmp/perf7-ab.sh "$1" base; /tmp/perf7-ab.sh "$2" new; done
 EOS
 # store-ab.txt:     flock /tmp/coffer-bench.lock /tmp/perf7-abrun.sh base n1
 # hotbit-ab.txt:    flock /tmp/coffer-bench.lock /tmp/perf7-abrun.sh n1 n2   ("base" = n1)
-# prefetchw-ab.txt: flock /tmp/coffer-bench.lock /tmp/perf7-abrun.sh n1 n3   (twice; "base" = n1;
-#                   the first run was disturbed: batch 1 at 0.02 M ops/s for both builds)
+# prefetchw-ab.txt: flock /tmp/coffer-bench.lock /tmp/perf7-abrun.sh n1 n3   (three times; "base" = n1;
+#                   runs 1 and 3 were disturbed: batch 1 at 0.02-0.05 M ops/s for both builds)
+# profile-prefetchw-client-create-seal.txt: as the profiles, client of n3 (a disturbed run)
 # profiles: perf record -g -p STORE_PID during, and perf record -g around,
 #   coffer-bench store --socket S --threads 1 --batch 32 --workload create-seal --seconds 2
 #   (store -m 1G); perf report --no-children --sort sym -g none; perf annotate --stdio -s SYM
