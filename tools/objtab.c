@@ -292,6 +292,22 @@ static struct holder *holder_find(const struct coffer__ot *ot, struct coffer__ow
 	return NULL;
 }
 
+/* The holder of @ow on @o by a walk of @o's holder list, or NULL: for an unsealed object,
+ * whose only possible holder is its creator (a get never returns one), this is one record
+ * already in cache instead of a hash and a bucket walk. */
+static struct holder *obj_holder(struct obj *o, struct coffer__owner *ow)
+{
+	struct coffer__dl *p;
+
+	for (p = o->holders.next; p != &o->holders; p = p->next) {
+		struct holder *h = COFFER_DL_ENTRY(p, struct holder, blink);
+
+		if (h->owner == ow)
+			return h;
+	}
+	return NULL;
+}
+
 /* ---- LRU ---- */
 
 static void lru_update(struct coffer__ot *ot, struct obj *o)
@@ -429,9 +445,8 @@ static void obj_free(struct coffer__ot *ot, struct obj *o)
 	while (!coffer__dl_empty(&o->holders)) {
 		struct holder *h = COFFER_DL_ENTRY(o->holders.next, struct holder, blink);
 		struct holder **pp;
-		uint64_t hh = holder_hash(ot, h->owner, h->obj);
 
-		for (pp = &ot->hbuckets[hh & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
+		for (pp = &ot->hbuckets[h->hash & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
 			;
 		*pp = h->hnext;
 		coffer__dl_del(&h->blink);
@@ -483,9 +498,8 @@ static void holder_put(struct coffer__ot *ot, struct holder *h, uint64_t n)
 	o->refs -= n;
 	if (h->count == 0) {
 		struct holder **pp;
-		uint64_t hh = holder_hash(ot, h->owner, o);
 
-		for (pp = &ot->hbuckets[hh & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
+		for (pp = &ot->hbuckets[h->hash & ot->hmask]; *pp != h; pp = &(*pp)->hnext)
 			;
 		*pp = h->hnext;
 		coffer__dl_del(&h->blink);
@@ -501,26 +515,39 @@ static void holder_put(struct coffer__ot *ot, struct holder *h, uint64_t n)
 	lru_update(ot, o);
 }
 
-static int holder_add(struct coffer__ot *ot, struct coffer__owner *ow, struct obj *o)
+/* A new holder record of (@ow, @o) with count 0, which the caller knows is not there yet;
+ * NULL when out of memory. */
+static struct holder *holder_new(struct coffer__ot *ot, struct coffer__owner *ow, struct obj *o)
 {
-	struct holder *h = holder_find(ot, ow, o);
+	struct holder *h = pool_get(&ot->holders, sizeof(*h));
 	uint64_t hh;
 
+	if (h == NULL)
+		return NULL;
+	h->owner = ow;
+	h->obj = o;
+	hh = holder_hash(ot, ow, o);
+	h->hash = hh;
+	h->hnext = ot->hbuckets[hh & ot->hmask];
+	ot->hbuckets[hh & ot->hmask] = h;
+	coffer__dl_add_tail(&ow->holds, &h->olink);
+	coffer__dl_add_tail(&o->holders, &h->blink);
+	ot->nholders++;
+	(void)grow((void ***)&ot->hbuckets, &ot->hmask, ot->nholders,
+		   offsetof(struct holder, hnext), offsetof(struct holder, hash));
+	return h;
+}
+
+/* One more reference of @ow on @o. @fresh: @o was created by this request and has no
+ * holder yet, so there is none to look up. */
+static int holder_add(struct coffer__ot *ot, struct coffer__owner *ow, struct obj *o, bool fresh)
+{
+	struct holder *h = fresh ? NULL : holder_find(ot, ow, o);
+
 	if (h == NULL) {
-		h = pool_get(&ot->holders, sizeof(*h));
+		h = holder_new(ot, ow, o);
 		if (h == NULL)
 			return -ENOMEM;
-		h->owner = ow;
-		h->obj = o;
-		hh = holder_hash(ot, ow, o);
-		h->hash = hh;
-		h->hnext = ot->hbuckets[hh & ot->hmask];
-		ot->hbuckets[hh & ot->hmask] = h;
-		coffer__dl_add_tail(&ow->holds, &h->olink);
-		coffer__dl_add_tail(&o->holders, &h->blink);
-		ot->nholders++;
-		(void)grow((void ***)&ot->hbuckets, &ot->hmask, ot->nholders,
-			   offsetof(struct holder, hnext), offsetof(struct holder, hash));
 	}
 	h->count++;
 	o->refs++;
@@ -618,7 +645,7 @@ static void wake_waiters(struct coffer__ot *ot, struct entry *e)
 		struct coffer__owner *ow = w->owner;
 		uint32_t route = w->route;
 
-		rep.status = holder_add(ot, ow, e->cur);
+		rep.status = holder_add(ot, ow, e->cur, false);
 		if (rep.status == 0)
 			fill_obj_rep(ot, e->cur, &rep);
 		coffer__dl_del(&w->elink); /* keep e alive: cur is set */
@@ -784,6 +811,7 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 	struct entry *e = entry_find(ot, req->oid, h);
 	struct coffer__ablk *blk = NULL;
 	size_t chances = ot->nlru; /* one pass for the whole request */
+	uint64_t evictions = ot->evictions;
 	struct obj *o;
 	int rc;
 
@@ -807,8 +835,10 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 			return rc;
 		}
 	}
-	/* Eviction may have removed e (or e->cur): look it up again. */
-	e = entry_get(ot, req->oid, h);
+	/* Eviction may have removed e (or e->cur): look it up again if anything was evicted
+	 * (evict_one() counts every eviction), else it is the entry found above. */
+	if (e == NULL || ot->evictions != evictions)
+		e = entry_get(ot, req->oid, h);
 	if (e == NULL) {
 		if (blk != NULL)
 			coffer__arena_free(&ot->arena, blk);
@@ -826,7 +856,7 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 		o->where = AT_CUR;
 		e->cur = o;
 	}
-	rc = holder_add(ot, ow, o);
+	rc = holder_add(ot, ow, o, true);
 	if (rc != 0) {
 		if (o->where == AT_SHADOW)
 			e->shadow = NULL;
@@ -905,7 +935,7 @@ static int op_seal(struct coffer__ot *ot, struct coffer__owner *ow, const struct
 	coffer__dl_del(&o->clink);
 	ot->ncreated--;
 	if (req->flags & COFFER_SEAL_RELEASE) {
-		struct holder *hd = holder_find(ot, ow, o);
+		struct holder *hd = obj_holder(o, ow);
 
 		/* the object is still unsealed, so dropping the last reference frees
 		 * nothing: it is neither AT_OLD nor evictable */
@@ -1068,7 +1098,7 @@ static int op_get(struct coffer__ot *ot, struct coffer__owner *ow, const struct 
 	if (e != NULL && e->cur != NULL && e->cur->state == ST_SEALED) {
 		struct obj *o = e->cur;
 
-		rc = holder_add(ot, ow, o);
+		rc = holder_add(ot, ow, o, false);
 		if (rc != 0)
 			return rc;
 		fill_obj_rep(ot, o, rep);
@@ -1157,51 +1187,70 @@ uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid)
 	return oid_hash(ot, oid);
 }
 
-void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner *ow, uint64_t h,
-			 int stage)
-{
-	struct entry *const *slot = &ot->ebuckets[h & ot->emask];
-	struct holder *const *slot_h;
-	const struct entry *e;
-	const struct obj *o;
+/* What coffer__ot_prefetch_batch() found for one request between its passes. */
+struct pf {
+	struct entry *const *slot;   /* the ObjectID's hash bucket */
+	const struct obj *o;	     /* the entry's current object, or NULL */
+	struct holder *const *hslot; /* the (client, object) holder bucket */
+};
 
-	if (stage == 0) {
-		__builtin_prefetch(slot);
-		return;
+void coffer__ot_prefetch_batch(const struct coffer__ot *ot, const struct coffer__owner *ow,
+			       const uint64_t *h, unsigned int n)
+{
+	struct pf pf[COFFER_OT_PREFETCH_MAX];
+	unsigned int i;
+
+	if (n > COFFER_OT_PREFETCH_MAX)
+		n = COFFER_OT_PREFETCH_MAX;
+	/* Pass 0: the hash buckets. A lone request has nothing to overlap its misses with. */
+	for (i = 0; i < n; i++) {
+		pf[i].slot = &ot->ebuckets[h[i] & ot->emask];
+		__builtin_prefetch(pf[i].slot);
 	}
-	e = *slot;
-	if (stage == 1) {
+	if (n < 2)
+		return;
+	/* Pass 1: each bucket's first entry. */
+	for (i = 0; i < n; i++) {
+		const struct entry *e = *pf[i].slot;
+
 		if (e != NULL)
 			__builtin_prefetch(e);
-		return;
 	}
-	/* Stages 2 and 3: the entry is (mostly) in cache; a chain longer than one costs misses
-	 * here rather than in the request, which is no worse. */
-	while (e != NULL && e->hash != h)
-		e = e->hnext;
-	if (e == NULL || e->cur == NULL)
-		return;
-	o = e->cur;
-	slot_h = &ot->hbuckets[holder_hash(ot, ow, o) & ot->hmask];
-	if (stage == 2) {
-		__builtin_prefetch(o);
-		__builtin_prefetch((const char *)o + 64);
-		__builtin_prefetch(slot_h);
-		return;
+	/* Pass 2: the entry is (mostly) in cache; a chain longer than one costs misses here
+	 * rather than in the request, which is no worse. Its current object and the holder
+	 * bucket of (client, object). */
+	for (i = 0; i < n; i++) {
+		const struct entry *e = *pf[i].slot;
+
+		while (e != NULL && e->hash != h[i])
+			e = e->hnext;
+		pf[i].o = e != NULL ? e->cur : NULL;
+		if (pf[i].o == NULL)
+			continue;
+		pf[i].hslot = &ot->hbuckets[holder_hash(ot, ow, pf[i].o) & ot->hmask];
+		__builtin_prefetch(pf[i].o);
+		__builtin_prefetch((const char *)pf[i].o + 64);
+		__builtin_prefetch(pf[i].hslot);
 	}
-	/* Stage 3: what a get, a release or the seal of a replacement touches next: the LRU
-	 * neighbours it unlinks from, its arena block, the first holder of its bucket. */
-	if (*slot_h != NULL)
-		__builtin_prefetch(*slot_h);
-	if (coffer__dl_linked(&o->lru)) {
-		__builtin_prefetch(o->lru.prev);
-		__builtin_prefetch(o->lru.next);
+	/* Pass 3: what a get, a release or the seal of a replacement touches next: the LRU
+	 * neighbours it unlinks from, its arena block, the first holder of its bucket, the
+	 * index slot the seal of a replacement rewrites (random in a table of MiBs). */
+	for (i = 0; i < n; i++) {
+		const struct obj *o = pf[i].o;
+
+		if (o == NULL)
+			continue;
+		if (*pf[i].hslot != NULL)
+			__builtin_prefetch(*pf[i].hslot);
+		if (coffer__dl_linked(&o->lru)) {
+			__builtin_prefetch(o->lru.prev);
+			__builtin_prefetch(o->lru.next);
+		}
+		if (o->blk != NULL)
+			__builtin_prefetch(o->blk);
+		if (o->islot != 0)
+			__builtin_prefetch(&ot->index[o->islot - 1], 1);
 	}
-	if (o->blk != NULL)
-		__builtin_prefetch(o->blk);
-	/* the index slot the seal of a replacement rewrites (random in a table of MiBs) */
-	if (o->islot != 0)
-		__builtin_prefetch(&ot->index[o->islot - 1], 1);
 }
 
 int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *ow, const struct coffer_req *req,

@@ -88,7 +88,7 @@ int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *o, const struct
 
 /**
  * coffer__ot_hash() - the table's (seeded) hash of ObjectID @oid, for
- * coffer__ot_prefetch() and coffer__ot_exec_hashed().
+ * coffer__ot_prefetch_batch() and coffer__ot_exec_hashed().
  * @ot: the table.
  * @oid: COFFER_OID_SIZE bytes; any value (it is only hashed, so it may come from a request
  * not checked yet).
@@ -96,24 +96,29 @@ int coffer__ot_exec(struct coffer__ot *ot, struct coffer__owner *o, const struct
  */
 uint64_t coffer__ot_hash(const struct coffer__ot *ot, const uint8_t *oid);
 
+/* Requests one coffer__ot_prefetch_batch() call covers at most. */
+#define COFFER_OT_PREFETCH_MAX 32u
+
 /**
- * coffer__ot_prefetch() - start loading the cache lines that a request for the ObjectID with
- * hash @h will read, so that the misses of a batch overlap instead of being paid one request
- * at a time. Call it for every request of a batch with @stage 0, then all with 1, 2 and 3,
- * then execute them; later stages may be skipped. A pure hint: it changes nothing and
- * cannot fault (it reads only the table's own bucket array and entries, which are all live
- * between calls that execute requests).
+ * coffer__ot_prefetch_batch() - start loading the cache lines that a batch of requests will
+ * read, so that their misses overlap instead of being paid one request at a time. Four
+ * passes over the batch, each issuing the loads that the previous pass's lines make
+ * computable: the hash buckets; their first entries; each entry's current object and the
+ * (client, object) holder bucket; that bucket's first holder, the object's LRU neighbours,
+ * its arena block and its object-index slot. What a pass found is kept for the next (no
+ * chain is walked twice); a batch of one request gets only the first pass. A pure hint: it
+ * changes nothing and cannot fault (it reads only the table's own bucket arrays, entries
+ * and objects, which are all live between calls that execute requests).
  * @ot: the table.
- * @ow: the client that will send the request (its holder bucket is fetched in stage 2).
- * @h: coffer__ot_hash() of the request's ObjectID.
- * @stage: 0: the hash bucket; 1: the bucket's first entry; 2: the entry's current object and
- * the (client, object) holder bucket; 3: that bucket's first holder, the object's LRU
- * neighbours, its arena block and its object-index slot.
+ * @ow: the client that will send the requests (its holder buckets are fetched).
+ * @h: coffer__ot_hash() of each request's ObjectID (of requests not checked yet too).
+ * @n: requests; those past COFFER_OT_PREFETCH_MAX are not prefetched.
+ * Context: the store's thread, like every coffer__ot_* call.
  * Source: the group prefetching of hash probes in Chen et al., "Improving Hash Join
  * Performance through Prefetching" (ICDE 2004).
  */
-void coffer__ot_prefetch(const struct coffer__ot *ot, const struct coffer__owner *ow, uint64_t h,
-			 int stage);
+void coffer__ot_prefetch_batch(const struct coffer__ot *ot, const struct coffer__owner *ow,
+			       const uint64_t *h, unsigned int n);
 
 /**
  * coffer__ot_exec_hashed() - coffer__ot_exec() for a request whose ObjectID hash the caller

@@ -523,6 +523,7 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 
 /* Requests a ring drain copies out, hashes and prefetches before executing any of them. */
 #define DRAIN_BATCH 32u
+_Static_assert(DRAIN_BATCH <= COFFER_OT_PREFETCH_MAX, "one prefetch call covers a group");
 
 /* Take up to @budget requests from @c's ring. Return: how many. @more: out: requests are
  * left in the ring; @stalled: out: left because the reply ring is full (the client has not
@@ -530,7 +531,7 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
  *
  * Requests are taken in groups of up to DRAIN_BATCH: each group is copied into private memory
  * (copy, then trust: nothing is read from the ring twice), every request's ObjectID is
- * hashed and its table lines are prefetched in four passes (coffer__ot_prefetch(): bucket,
+ * hashed and its table lines are prefetched in four passes (coffer__ot_prefetch_batch(): bucket,
  * entry, object + holder bucket, holder + LRU neighbours + arena block), then the requests are
  * checked and executed in ring order. Prefetching is only a hint, so an invalid request costs
  * nothing more than a wasted load; coffer__req_check() still decides before anything is executed.
@@ -569,7 +570,6 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 	       (uint32_t)(c->rep_prod - c->rep_cons) + c->waiting < c->entries) {
 		uint32_t room = c->entries - ((uint32_t)(c->rep_prod - c->rep_cons) + c->waiting);
 		uint32_t k = prod - c->req_cons, i, j;
-		int stage;
 
 		if (k > budget - n)
 			k = budget - n;
@@ -580,11 +580,8 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 		for (i = 0; i < k; i++) {
 			memcpy(&reqs[i], &c->reqs[(c->req_cons + i) & c->mask], sizeof(reqs[i]));
 			hash[i] = coffer__ot_hash(st->ot, reqs[i].oid);
-			coffer__ot_prefetch(st->ot, &s->owner, hash[i], 0);
 		}
-		for (stage = 1; stage <= 3 && k > 1; stage++)
-			for (i = 0; i < k; i++)
-				coffer__ot_prefetch(st->ot, &s->owner, hash[i], stage);
+		coffer__ot_prefetch_batch(st->ot, &s->owner, hash, k);
 		for (j = 0; j < k && !s->doomed; j++) {
 			struct coffer_rep rep;
 			int rc = coffer__req_check(&reqs[j]), imm = 1;
