@@ -47,7 +47,7 @@
  *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
  *   A channel's reply doorbell is the client's own eventfd: the O_NONBLOCK set on it at
  *   CHANNEL_OPEN lives in the open file the client shares, and the client can clear it and
- *   fill the counter, so each wake-up write runs under a one-shot timer (wake_efd()) whose
+ *   fill the counter, so each wake-up write runs under a repeating timer (wake_efd()) whose
  *   signal interrupts it; a doorbell that blocks closes that client only.
  * Source: Plasma store's event loop (plasma/store.cc), libuv's EMFILE reserve-fd trick,
  * virtio's event-index idea for doorbells, NVMe/virtio shadow doorbells for the page.
@@ -194,7 +194,7 @@ static void wake_alarm(int sig)
 	wake_fired = 1;
 }
 
-/* Once, in setup(): the per-thread one-shot timer wake_efd() arms (SIGEV_THREAD_ID: the
+/* Once, in setup(): the per-thread periodic timer wake_efd() arms (SIGEV_THREAD_ID: the
  * store's loop thread, also when the store runs in a thread of another program). Its
  * handler is installed without SA_RESTART, so the signal ends a blocked write with EINTR. */
 static void wake_timer_setup(struct store *st)
@@ -231,10 +231,16 @@ fail:
  * at its maximum and non-blocking: the client is signalled anyway); -EAGAIN when the write
  * blocked past STORE_WAKE_LIMIT_NS (the client cleared O_NONBLOCK on its eventfd and filled
  * it: close that client).
+ * The timer repeats every STORE_WAKE_LIMIT_NS until disarmed: a store descheduled between
+ * arming it and entering the write takes the first signal before the write (wake_fired set,
+ * nothing interrupted), and only a later one can end a write that then blocks. Only a write
+ * that blocks can fail with EINTR (a non-blocking eventfd write never sleeps), so EINTR once
+ * the limit has passed always means a doorbell made blocking.
  */
 static int wake_efd(struct store *st, int efd)
 {
-	static const struct itimerspec arm = {.it_value = {.tv_nsec = STORE_WAKE_LIMIT_NS}};
+	static const struct itimerspec arm = {.it_value = {.tv_nsec = STORE_WAKE_LIMIT_NS},
+					      .it_interval = {.tv_nsec = STORE_WAKE_LIMIT_NS}};
 	static const struct itimerspec disarm;
 	uint64_t one = 1;
 	ssize_t n;

@@ -165,7 +165,9 @@ int main(int argc, char **argv)
 			char *end;
 			unsigned long m = strtoul(optarg, &end, 8);
 
-			if (optarg[0] == '\0' || *end != '\0' || m > 0777 || (m & 0600) != 0600)
+			/* strtoul() would skip blanks and take a sign (negating modulo 2^64) */
+			if (optarg[0] < '0' || optarg[0] > '7' || *end != '\0' || m > 0777 ||
+			    (m & 0600) != 0600)
 				return bad(
 				    "bad --socket-mode '%s': want octal <= 0770 with owner rw "
 				    "(e.g. 0600, 0660)",

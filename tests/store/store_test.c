@@ -994,6 +994,11 @@ static void test_cli_errors_exit_2(void **state)
 	    {"-m", "1M", "--socket-mode=0610", NULL},
 	    {"-m", "1M", "--socket-mode=0650", NULL},
 	    {"-m", "1M", "--socket-mode=0630", NULL},
+	    /* not an octal number: strtoul() takes a sign and leading blanks, and negates a
+	     * "negative" one modulo 2^64 (this one comes out as 0660) */
+	    {"-m", "1M", "--socket-mode=-1777777777777777777120", NULL},
+	    {"-m", "1M", "--socket-mode=+0600", NULL},
+	    {"-m", "1M", "--socket-mode= 0600", NULL},
 	    {"-m", "1M", "--bogus", NULL},
 	    {"-m", "1M", "-s", NULL},
 	    {"-m", "1M", "extra", NULL},
