@@ -205,8 +205,8 @@ struct coffer__conn {
 	uint32_t batch;		   /* publish threshold (requests) */
 	uint32_t store_timeout_ms; /* control answers; liveness probe (COFFER_STORE_TIMEOUT_MS) */
 	atomic_int dead;	   /* 0, or the error every new request gets (-ENOTCONN) */
-	atomic_bool silent; /* given up on because the store did not answer (see conn_fail) */
-	bool forked;	    /* inherited across fork(): never touch the socket or the rings */
+	atomic_int fail_cause;	   /* why it was failed first: COFFER__FAIL_* (see conn_fail) */
+	bool forked; /* inherited across fork(): never touch the socket or the rings */
 	bool monitor_started;
 	atomic_int stopping; /* disconnect asks the monitor to exit; release/acquire */
 	pthread_t monitor;
@@ -246,7 +246,9 @@ void coffer__conn_fail(struct coffer__conn *conn);
 /* coffer__conn_fail() because the store, alive, did not answer in time (a control exchange,
  * the liveness probe or a blocking call timed out: stopped or wedged, not gone). A blocking
  * call whose request was pending then says -ETIMEDOUT rather than -ENOTCONN (store.h), even
- * when another thread or the monitor found it; later calls still get -ENOTCONN. */
+ * when another thread or the monitor found it; later calls still get -ENOTCONN. The first
+ * failure's cause wins: a connection already failed for another reason (the store's socket
+ * hung up: killed) stays not silent. */
 void coffer__conn_fail_silent(struct coffer__conn *conn);
 
 /* Whether @connh's connection was failed by coffer__conn_fail_silent(); false when unknown.

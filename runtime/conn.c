@@ -473,10 +473,19 @@ static void conn_poke(struct coffer__conn *conn)
 	while (r < 0 && errno == EINTR);
 }
 
-void coffer__conn_fail(struct coffer__conn *conn)
+/* conn->fail_cause: the first failure's cause wins, so a store killed (and found dead by the
+ * monitor) while a blocking call gives up on it is not reported as silent, and the reverse. */
+enum { COFFER__FAIL_NONE, COFFER__FAIL_SILENT, COFFER__FAIL_OTHER };
+
+static void conn_fail_cause(struct coffer__conn *conn, int cause)
 {
 	int zero = 0;
 
+	/* Release, before dead: whoever sees the channels failed may ask why (acquire in
+	 * coffer__conn_was_silent()). A failure after the first keeps the first's cause. */
+	atomic_compare_exchange_strong_explicit(&conn->fail_cause, &zero, cause,
+						memory_order_release, memory_order_relaxed);
+	zero = 0;
 	/* Relaxed: the monitor re-reads dead after its eventfd wakeup (the eventfd
 	 * write/read orders it), and channels order failure with their own locks. */
 	if (atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN,
@@ -484,11 +493,14 @@ void coffer__conn_fail(struct coffer__conn *conn)
 		conn_poke(conn);
 }
 
+void coffer__conn_fail(struct coffer__conn *conn)
+{
+	conn_fail_cause(conn, COFFER__FAIL_OTHER);
+}
+
 void coffer__conn_fail_silent(struct coffer__conn *conn)
 {
-	/* Before dead: whoever sees the channels failed may ask why (release/acquire). */
-	atomic_store_explicit(&conn->silent, true, memory_order_release);
-	coffer__conn_fail(conn);
+	conn_fail_cause(conn, COFFER__FAIL_SILENT);
 }
 
 bool coffer__conn_was_silent(coffer_handle_t connh)
@@ -499,7 +511,8 @@ bool coffer__conn_was_silent(coffer_handle_t connh)
 	coffer__rcu_read_lock();
 	conn = coffer__conn_lookup_rcu(connh);
 	if (conn)
-		silent = atomic_load_explicit(&conn->silent, memory_order_acquire);
+		silent = atomic_load_explicit(&conn->fail_cause, memory_order_acquire) ==
+			 COFFER__FAIL_SILENT;
 	coffer__rcu_read_unlock();
 	return silent;
 }
