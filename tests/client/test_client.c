@@ -2141,6 +2141,20 @@ static void test_store_killed(void **state)
 	expect_handles_closed(t);
 }
 
+/* After a SIGSTOP test: the resumed store lets both dead connections (@c, each with its
+ * object handle @oh) close and disconnect cleanly and holds nothing of them. */
+static void store_resumed_unharmed(struct tctx *t, const coffer_handle_t c[2],
+				   const coffer_handle_t oh[2])
+{
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_obj_close(oh[i]), 0);
+		assert_int_equal(coffer_disconnect(c[i]), 0);
+	}
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* A store that is alive but never answers (SIGSTOP) must not hang a blocking call with a
  * bounded timeout. Two paths: a connection whose channel is already open (the request is in
  * the ring: after its timeout plus COFFER_CTL_TIMEOUT_MS the connection is failed), and a
@@ -2188,13 +2202,7 @@ static void test_store_stopped(void **state)
 		assert_int_equal(coffer_store_query(c[i], &(struct coffer_store_info){0}),
 				 -ENOTCONN);
 	}
-	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(coffer_obj_close(oh[i]), 0);
-		assert_int_equal(coffer_disconnect(c[i]), 0);
-	}
-	expect_used(t, 0);
-	expect_handles_closed(t);
+	store_resumed_unharmed(t, c, oh);
 }
 
 /*
@@ -2309,13 +2317,7 @@ static void test_store_stopped_long_get(void **state)
 		/* the connection stays dead */
 		assert_int_equal(coffer_obj_get(oh[i], 0, &rd, NULL, NULL), -ENOTCONN);
 	}
-	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(coffer_obj_close(oh[i]), 0);
-		assert_int_equal(coffer_disconnect(c[i]), 0);
-	}
-	expect_used(t, 0);
-	expect_handles_closed(t);
+	store_resumed_unharmed(t, c, oh);
 }
 
 /*
