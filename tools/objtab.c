@@ -1506,6 +1506,76 @@ static int resv_check(const struct coffer__ot *ot)
 	return n == ot->nresv && bytes == ot->resv_bytes ? 0 : -EFAULT;
 }
 
+/* One version @o of @e, at @where: its holders are in the holder hash under their stored
+ * hash (holder_find() finds each, so none is there twice), their counts sum to its refs, and
+ * an unsealed one is held by its creator only (op_seal() looks its creator's holder up on the
+ * object's own list). Adds to *@nholders and the state counts. */
+static int obj_check(const struct coffer__ot *ot, const struct entry *e, const struct obj *o,
+		     int where, size_t *nholders, uint64_t *ncreated, uint64_t *nsealed)
+{
+	uint64_t refs = 0;
+
+	if (o->e != e || o->where != where)
+		return -EFAULT;
+	if (o->state == ST_CREATED) {
+		if (o->creator == NULL || !coffer__dl_linked(&o->clink) || where == AT_OLD)
+			return -EFAULT;
+		(*ncreated)++;
+	} else if (o->state == ST_SEALED) {
+		if (o->creator != NULL || where == AT_SHADOW)
+			return -EFAULT;
+		(*nsealed)++;
+	} else {
+		return -EFAULT;
+	}
+	for (const struct coffer__dl *p = o->holders.next; p != &o->holders; p = p->next) {
+		const struct holder *h = COFFER_DL_ENTRY(p, struct holder, blink);
+
+		if (h->obj != o || h->count == 0 || h->hash != holder_hash(ot, h->owner, o) ||
+		    holder_find(ot, h->owner, (struct obj *)o) != h ||
+		    (o->state == ST_CREATED && h->owner != o->creator))
+			return -EFAULT;
+		refs += h->count;
+		(*nholders)++;
+	}
+	if (refs != o->refs || (where == AT_OLD && refs == 0))
+		return -EFAULT;
+	return 0;
+}
+
+/* Every entry is in the bucket of its ObjectID's hash and has something (a version or a
+ * waiter); every version passes obj_check(); the counts agree with the table's. */
+static int entries_check(const struct coffer__ot *ot)
+{
+	uint64_t ncreated = 0, nsealed = 0;
+	size_t nentries = 0, nholders = 0;
+
+	for (size_t i = 0; i <= ot->emask; i++)
+		for (const struct entry *e = ot->ebuckets[i]; e != NULL; e = e->hnext) {
+			if ((e->hash & ot->emask) != i || e->hash != oid_hash(ot, e->oid) ||
+			    (e->cur == NULL && e->shadow == NULL && coffer__dl_empty(&e->old) &&
+			     coffer__dl_empty(&e->waiters)))
+				return -EFAULT;
+			if (e->shadow != NULL && (e->cur == NULL || e->cur->state != ST_SEALED ||
+						  obj_check(ot, e, e->shadow, AT_SHADOW, &nholders,
+							    &ncreated, &nsealed) != 0))
+				return -EFAULT;
+			if (e->cur != NULL &&
+			    obj_check(ot, e, e->cur, AT_CUR, &nholders, &ncreated, &nsealed) != 0)
+				return -EFAULT;
+			for (const struct coffer__dl *p = e->old.next; p != &e->old; p = p->next)
+				if (obj_check(ot, e, COFFER_DL_ENTRY(p, struct obj, olink), AT_OLD,
+					      &nholders, &ncreated, &nsealed) != 0)
+					return -EFAULT;
+			nentries++;
+		}
+	/* (no walk of the holder buckets: holder_find() found each holder above) */
+	if (nentries != ot->nentries || nholders != ot->nholders || ncreated != ot->ncreated ||
+	    nsealed != ot->nsealed)
+		return -EFAULT;
+	return 0;
+}
+
 int coffer__ot_check(const struct coffer__ot *ot)
 {
 	uint64_t evictable = 0;
@@ -1525,7 +1595,7 @@ int coffer__ot_check(const struct coffer__ot *ot)
 	if (evictable != ot->evictable_bytes || n != ot->nlru ||
 	    ot->arena.used > ot->arena.capacity)
 		return -EFAULT;
-	if (resv_check(ot) != 0)
+	if (resv_check(ot) != 0 || entries_check(ot) != 0)
 		return -EFAULT;
 	return index_check(ot);
 }

@@ -64,7 +64,7 @@ static uint64_t g_tag;
 	} while (0)
 
 /* Every reply the store produces must pass the client's validator. The op is recovered from
- * the tag (we encode it in the low 4 bits, see run_req()). */
+ * the tag (we encode it in the low 4 bits, see exec_req()). */
 static void check_rep(const struct coffer_rep *rep)
 {
 	uint16_t op = (uint16_t)(rep->tag & 15);
@@ -121,15 +121,12 @@ static struct coffer__ot *ot_new(void)
 	return ot;
 }
 
-/* One request from a client, as the store handles it after copying it out. */
-static void run_req(struct coffer__ot *ot, struct client *cl, uint32_t route,
-		    const unsigned char *bytes, int fold)
+/* One request from a client as the store copies it out (copy, then trust), folded. */
+static void copy_req(struct coffer_req *out, const unsigned char *bytes, int fold)
 {
 	struct coffer_req req;
-	struct coffer_rep rep;
-	int imm;
 
-	memcpy(&req, bytes, sizeof(req)); /* copy, then trust (as the store does) */
+	memcpy(&req, bytes, sizeof(req));
 	if (fold) {
 		uint8_t k = req.oid[0] & 7;
 
@@ -141,6 +138,16 @@ static void run_req(struct coffer__ot *ot, struct client *cl, uint32_t route,
 		 * reservations of a small arena are */
 		req.offset = (req.offset & 0xff) << 6;
 	}
+	*out = req;
+}
+
+/* One request from a client, as the store handles it after copying it out. */
+static void exec_req(struct coffer__ot *ot, struct client *cl, uint32_t route,
+		     struct coffer_req req)
+{
+	struct coffer_rep rep;
+	int imm;
+
 	/* Our own tags (op in the low bits) so replies can be matched and validated. */
 	req.tag = (++g_tag << 4) | (req.op & 15);
 	cl->max_tag = g_tag;
@@ -206,9 +213,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(mh.count >= 1 && mh.count <= COFFER_MSG_BATCH_MAX);
 			FUZZ_ASSERT(len ==
 				    sizeof(mh) + (size_t)mh.count * sizeof(struct coffer_req));
-			for (k = 0; k < mh.count; k++)
-				run_req(ot, cl, 0, buf + sizeof(mh) + k * sizeof(struct coffer_req),
-					fold);
+			for (k = 0; k < mh.count; k++) {
+				struct coffer_req req;
+
+				copy_req(&req, buf + sizeof(mh) + k * sizeof(struct coffer_req),
+					 fold);
+				exec_req(ot, cl, 0, req);
+			}
 			break;
 		}
 		case 1: { /* ring entries */
@@ -217,9 +228,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (pos >= size)
 				goto out;
 			n = data[pos++];
-			for (k = 0; k < n && size - pos >= sizeof(struct coffer_req); k++) {
-				run_req(ot, cl, route, data + pos, fold);
-				pos += sizeof(struct coffer_req);
+			/* As tools/store.c drains a ring: groups of up to 32 requests copied
+			 * out, hashed and prefetched together (coffer__ot_prefetch_batch()
+			 * reads the table: ASan checks it reads nothing freed by the previous
+			 * group), then executed in order. */
+			for (k = 0; k < n && size - pos >= sizeof(struct coffer_req);) {
+				struct coffer_req reqs[COFFER_OT_PREFETCH_MAX];
+				uint64_t hash[COFFER_OT_PREFETCH_MAX];
+				unsigned int g = 0, j;
+
+				for (; g < COFFER_OT_PREFETCH_MAX && k < n &&
+				       size - pos >= sizeof(struct coffer_req);
+				     g++, k++) {
+					copy_req(&reqs[g], data + pos, fold);
+					hash[g] = coffer__ot_hash(ot, reqs[g].oid);
+					pos += sizeof(struct coffer_req);
+				}
+				coffer__ot_prefetch_batch(ot, &cl->owner, hash, g);
+				for (j = 0; j < g; j++)
+					exec_req(ot, cl, route, reqs[j]);
 			}
 			break;
 		}

@@ -231,6 +231,83 @@ static void test_eviction_promotes_replacement_and_creator_dies(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* The create/seal fast paths: a create whose eviction frees its own ID's entry (a
+ * replacement of the only evictable object) or another ID's, a seal's release when another
+ * client waits on the unsealed object, a seal or abort by someone else or after the seal, a
+ * release twice; coffer__ot_check() after each. */
+static void test_create_seal_fast_paths(void **state)
+{
+	struct coffer__owner a, b;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+	struct coffer_rep rep;
+
+	(void)state;
+	ot_new(&ot);
+	coffer__ot_owner_init(&a);
+	coffer__ot_owner_init(&b);
+	/* 1 fills the arena, sealed and released: the only evictable object. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 1, CAP, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 1, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	/* Its replacement evicts it: the entry found first is freed with it. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 1, CAP, COFFER_CREATE_REPLACE, 0, &rep), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 1);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.objects_created, 1);
+	assert_int_equal(st.objects_sealed, 0);
+	assert_int_equal(st.holders, 1);
+	/* B waits for the unsealed object; neither B's seal nor B's abort touches it. */
+	ndelivered = 0;
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 1, 0, 0, -1, NULL), 1);
+	assert_int_equal(ex(ot, &b, COFFER_OP_SEAL, 1, 0, COFFER_SEAL_RELEASE, 0, NULL), -EPERM);
+	assert_int_equal(ex(ot, &b, COFFER_OP_ABORT, 1, 0, 0, 0, NULL), -EPERM);
+	/* A's seal with release: B's waiting get gets the only reference left. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 1, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	assert_int_equal(ndelivered, 1);
+	assert_int_equal(delivered[0].status, 0);
+	assert_int_equal(delivered[0].size, CAP);
+	assert_ptr_equal(delivered_to[0], &b);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 1, 0, 0, 0, NULL), -EALREADY);
+	assert_int_equal(ex(ot, &a, COFFER_OP_ABORT, 1, 0, 0, 0, NULL), -EALREADY);
+	assert_int_equal(ex(ot, &a, COFFER_OP_RELEASE, 1, 0, 0, 0, NULL), -ENOENT);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.holders, 1);
+	/* Held by B: a create of another ID cannot evict it. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 2, 64, 0, 0, NULL), -ENOMEM);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 1, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 1, 0, 0, 0, NULL), -ENOENT);
+	/* Now it can: a create of 2 evicts 1 (another ID's entry freed, its own not there). */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 2, 64, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 1, 0, 0, 0, NULL), -ENOENT);
+	/* A replacement of 2 while 2 is unsealed: refused, nothing evicted. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 2, 64, COFFER_CREATE_REPLACE, 0, NULL),
+			 -EEXIST);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 2, 0, 0, 0, NULL), 0);
+	/* Sealed without release, A still holds it; B gets it too; a replacement evicts
+	 * nothing (its entry kept as found) and the old version stays until both release. */
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 2, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 2, 128, COFFER_CREATE_REPLACE, 0, NULL), 0);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 2, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 2);
+	assert_int_equal(st.objects_sealed, 2); /* the current one and the old, still held */
+	assert_int_equal(st.holders, 2);
+	assert_int_equal(ex(ot, &a, COFFER_OP_RELEASE, 2, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 2, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_RELEASE, 2, 0, 0, 0, NULL), -ENOENT);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.objects_sealed, 1);
+	assert_int_equal(st.holders, 0);
+	assert_int_equal(ex(ot, &b, COFFER_OP_GET, 2, 0, 0, 0, &rep), 0);
+	assert_int_equal(rep.size, 128);
+	coffer__ot_owner_gone(ot, &b);
+	coffer__ot_owner_gone(ot, &a);
+	assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, 2, 0, 0, 0, NULL), 0);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
 static void test_waiters_expire_in_order_and_drop_with_route(void **state)
 {
 	struct coffer__owner a;
@@ -838,6 +915,7 @@ int main(void)
 	    cmocka_unit_test(test_delete_with_pending_replacement),
 	    cmocka_unit_test(test_release_by_offset_after_replace),
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
+	    cmocka_unit_test(test_create_seal_fast_paths),
 	    cmocka_unit_test(test_index_reads_keep_objects_cached),
 	    cmocka_unit_test(test_marks_cost_one_pass_per_request),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
