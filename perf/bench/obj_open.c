@@ -289,28 +289,28 @@ static bool oo_one(struct oo_state *st, unsigned int nthreads, double seconds, d
 
 static void oo_usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "usage: coffer-bench obj_open [--socket PATH] [--threads LIST] [--objects N]\n"
-	    "                             [--min-seconds S] [--seconds S]\n"
-	    "                             [--phases open-close,loop] [--csv FILE]\n"
-	    "\n"
-	    "obj_open ops/s through coffer's public API (DAOS daos_test IO47, made rigorous):\n"
-	    "  open        each thread opens N fresh ObjectIDs, handles kept open (timed)\n"
-	    "  close       then closes them (timed separately)\n"
-	    "  open-close  each thread loops open+close of fresh ObjectIDs for S seconds\n"
-	    "\n"
-	    "  --socket PATH   coffer-store socket; default $COFFER_SOCKET, else the per-user\n"
-	    "                  default path of coffer-store\n"
-	    "  --threads LIST  default 1,2,4,8,16; pinned one per core (hwloc), more: flagged\n"
-	    "  --objects N     objects opened per thread in the open phase, default 100000\n"
-	    "  --min-seconds S repeat open and close (fresh ObjectIDs each pass) until they\n"
-	    "                  took S seconds together; rows sum the passes; default: once\n"
-	    "  --seconds S     length of the open-close loop, default 1\n"
-	    "  --phases LIST   open-close (the open then close phases), loop, default both\n"
-	    "  --csv FILE      append rows bench,impl,workload,threads,seconds,ops,mops,\n"
-	    "                  per_thread_mops,status\n"
-	    "Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no store running.\n");
+	fprintf(f,
+		"usage: coffer-bench obj_open [--socket PATH] [--threads LIST] [--objects N]\n"
+		"                             [--min-seconds S] [--seconds S]\n"
+		"                             [--phases open-close,loop] [--csv FILE]\n"
+		"\n"
+		"obj_open ops/s through coffer's public API (DAOS daos_test IO47, made rigorous):\n"
+		"  open        each thread opens N fresh ObjectIDs, handles kept open (timed)\n"
+		"  close       then closes them (timed separately)\n"
+		"  open-close  each thread loops open+close of fresh ObjectIDs for S seconds\n"
+		"\n"
+		"  --socket PATH   coffer-store socket; default $COFFER_SOCKET, else the per-user\n"
+		"                  default path of coffer-store\n"
+		"  --threads LIST  default 1,2,4,8,16; pinned one per core (hwloc), more: flagged\n"
+		"  --objects N     objects opened per thread in the open phase, default 100000\n"
+		"  --min-seconds S repeat open and close (fresh ObjectIDs each pass) until they\n"
+		"                  took S seconds together; rows sum the passes; default: once\n"
+		"  --seconds S     length of the open-close loop, default 1\n"
+		"  --phases LIST   open-close (the open then close phases), loop, default both\n"
+		"  --csv FILE      append rows bench,impl,workload,threads,seconds,ops,mops,\n"
+		"                  per_thread_mops,status\n"
+		"Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no coffer-store\n"
+		"             at the socket (none running, or another program listening there).\n");
 }
 
 int coffer__bench_obj_open_main(int argc, char **argv)

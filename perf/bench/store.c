@@ -1597,7 +1597,8 @@ static void st_usage(FILE *f)
 	    "                  sit idle on other connections (impl coffer-idleN)\n"
 	    "  --csv FILE      append rows bench,impl,workload,batch,threads,size_bytes,\n"
 	    "                  seconds,ops,mops,gbps,status\n"
-	    "Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no store.\n",
+	    "Exit status: 0 all verified, 1 a verification failed, 2 usage, 3 no coffer-store\n"
+	    "             at the socket (none running, or another program listening there).\n",
 	    ST_MAX_BATCH, ST_IDLE_MAX);
 }
 
