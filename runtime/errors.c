@@ -44,6 +44,13 @@ COFFER_API const char *coffer_strerror(int err)
 		return "not connected to coffer-store (store stopped or connection lost)";
 	case ECONNREFUSED:
 		return "connection refused (is coffer-store running on that socket?)";
+	case EACCES:
+		/* Only coffer_connect() returns it: refused by the store or by the file system.
+		 * "Permission denied" alone does not say that a root client is refused too, nor
+		 * what admits another user. */
+		return "permission denied (coffer-store admits only its own user, and users in its "
+		       "group when started with --socket-mode=0660; or a directory on the socket's "
+		       "path is not searchable)";
 	case EPROTO:
 		return "protocol error";
 	case EPROTONOSUPPORT:

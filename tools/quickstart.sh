@@ -153,6 +153,9 @@ fi
 echo
 echo "================ coffer quickstart summary ================"
 printf '%-40s %s\n' "machine" "$cores cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+# the figures below swing with other work on the machine (README.md's "Measured here" were
+# taken at load 1-2): say what the load was, so a low 2-thread row can be read
+printf '%-40s %s\n' "load average (1, 5, 15 min)" "$(cut -d' ' -f1-3 /proc/loadavg) (README.md \"Measured here\": 1-2)"
 printf '%-40s %s\n' "store arena" "$size, hugepages ${R[hugepages]}"
 for wl in open close open-close; do
 	for k in $(printf '%s\n' "${!R[@]}" | grep "^obj_open/$wl/" | sort -t/ -k3n); do

@@ -154,7 +154,12 @@ int main(int argc, char **argv)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    coffer__sock_set_timeout(fd, (unsigned int)timeout_ms) != 0) {
-		fprintf(stderr, "coffer-stat: cannot connect to %s: %s\n", path, strerror(errno));
+		/* in coffer_connect()'s words (runtime/conn.c): no socket file is no store, and
+		 * -EACCES says who the store admits */
+		int err = errno == ENOENT ? ECONNREFUSED : errno;
+
+		fprintf(stderr, "coffer-stat: cannot connect to %s: %s\n", path,
+			coffer_strerror(-err));
 		return 1;
 	}
 	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));

@@ -496,9 +496,11 @@ COFFER_API int coffer_obj_get_oid_vec(coffer_handle_t connh, const struct coffer
  * copied (a sequence lock per entry): the bytes are then exactly those of one sealed
  * version, the one that was current at some moment during the call, and never a mix of
  * two versions or of a freed block. It takes no reference and sends nothing, so the store
- * spends no CPU on it; it does not count as a use for eviction (least-recently-used order
- * follows gets only). Read-your-writes holds: once a seal (or delete) completed, every
- * later call in any process sees its result.
+ * spends no CPU on it. Since protocol v6 it counts as a use for eviction all the same: it
+ * marks the object in the index's access map, and eviction gives a marked object a second
+ * chance (CLOCK; docs/protocol.md, "Object index"; coffer_store_info.second_chances counts
+ * them). Read-your-writes holds: once a seal (or delete) completed, every later call in any
+ * process sees its result.
  * An index miss proves nothing: an object that is missing, unsealed, being replaced or
  * deleted, kept out of the index (its probe window was full), or that changed during the
  * copy four times in a row gives -EAGAIN; then get it from the store with

@@ -433,6 +433,10 @@ static void test_strerror(void **state)
 	 * fds (then coffer_connect() gets it too, and another connection would not help) */
 	assert_non_null(strstr(coffer_strerror(-EMFILE), "512 channels"));
 	assert_non_null(strstr(coffer_strerror(-EMFILE), "coffer-store"));
+	/* coffer_connect()'s -EACCES: who is admitted and how to admit a group, not only
+	 * "Permission denied" (a root client of another user's store gets it too) */
+	assert_non_null(strstr(coffer_strerror(-EACCES), "own user"));
+	assert_non_null(strstr(coffer_strerror(-EACCES), "--socket-mode=0660"));
 }
 
 /*

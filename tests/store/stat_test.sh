@@ -5,7 +5,8 @@
 #    and names that path exactly;
 #  - against a stopped store (SIGSTOP) it gives up after COFFER_STORE_TIMEOUT_MS, as every
 #    client does (README.md "Linking a client"), not after a fixed 10 s;
-#  - a COFFER_STORE_TIMEOUT_MS that is not a number in range is refused (exit 2).
+#  - a COFFER_STORE_TIMEOUT_MS that is not a number in range is refused (exit 2);
+#  - with no store at the path it says so in coffer_connect()'s words (exit 1).
 set -eu
 store_bin=$1
 stat_bin=$2
@@ -32,6 +33,16 @@ assert d["socket"] == sys.argv[2], (d["socket"], sys.argv[2])
 assert d["capacity_bytes"] >= 4 << 20, d
 print("json ok:", d["socket"])
 PY
+
+# no store there: say so as coffer_connect() does, with its hint, not ENOENT's bare
+# "No such file or directory"
+rc=0
+"$stat_bin" -s "$tmp/none.sock" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || { echo "no store: exit $rc, want 1" >&2; exit 1; }
+grep -q "is coffer-store running" "$tmp/err" || {
+	echo "no store: want coffer_connect()'s hint, got: $(cat "$tmp/err")" >&2
+	exit 1
+}
 
 rc=0
 COFFER_STORE_TIMEOUT_MS=abc "$stat_bin" -s "$sock" 2>"$tmp/err" || rc=$?
