@@ -1381,6 +1381,8 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		free(ot);
 		return rc;
 	}
+	/* before anything can fail: coffer__ot_destroy() walks the LRU list */
+	coffer__dl_init(&ot->lru);
 	ot->emask = ot->hmask = ot->rmask = 1023;
 	ot->ebuckets = calloc(ot->emask + 1, sizeof(*ot->ebuckets));
 	ot->hbuckets = calloc(ot->hmask + 1, sizeof(*ot->hbuckets));
@@ -1393,7 +1395,6 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		ot->seed[0] = coffer__now_us();
 		ot->seed[1] = (uint64_t)(uintptr_t)ot;
 	}
-	coffer__dl_init(&ot->lru);
 	ot->max_objects = ot->arena.capacity / COFFER_ARENA_ALIGN;
 	if (ot->max_objects < 65536)
 		ot->max_objects = 65536;
