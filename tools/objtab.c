@@ -762,8 +762,14 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 			  size_t *chances_left)
 {
 	uint64_t need = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
-	int rc = coffer__arena_alloc(&ot->arena, size, blk);
+	int rc;
 
+	/* The block records first: an -ENOMEM of the arena must mean "no room", never "no
+	 * record", or a metadata allocation failure would evict objects for nothing (the whole
+	 * cache, one by one, while malloc keeps failing). */
+	if (coffer__arena_reserve(&ot->arena) != 0)
+		return -ENOMEM;
+	rc = coffer__arena_alloc(&ot->arena, size, blk);
 	if (rc != -ENOMEM)
 		return rc;
 	/* Evict only if it can help: free + evictable bytes must cover the request. */
