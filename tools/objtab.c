@@ -166,6 +166,24 @@ static void *pool_get(struct pool *p, size_t size)
 	return x;
 }
 
+/* Make sure the next pool_get() of @p cannot fail: a request that may evict allocates what
+ * it needs before it evicts anything, so that it never evicts and then fails. 0 or -ENOMEM
+ * (nothing changed). The record kept stays cached even where POOL_MAX is 0. */
+static int pool_reserve(struct pool *p, size_t size)
+{
+	void *x;
+
+	if (p->head != NULL)
+		return 0;
+	x = calloc(1, size);
+	if (x == NULL)
+		return -ENOMEM;
+	*(void **)x = NULL;
+	p->head = x;
+	p->n = 1;
+	return 0;
+}
+
 static void pool_put(struct pool *p, void *x)
 {
 	if (p->n + 1 > POOL_MAX) { /* not ">= POOL_MAX": always true when 0 (-Wtype-limits) */
@@ -826,14 +844,24 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 		return rc;
 	if (req->size > ot->arena.capacity)
 		return -E2BIG;
-	/* 0-byte objects take no arena space; the object count bounds the store's own
-	 * memory instead (evicting like a full arena would). */
-	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot, &chances))
-			return -ENOMEM;
+	/* Every record the request needs, before anything is evicted for it: failing after
+	 * an eviction would lose cached objects for a request that is refused. */
 	o = pool_get(&ot->objs, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
+	if (pool_reserve(&ot->entries, sizeof(struct entry)) != 0 ||
+	    pool_reserve(&ot->holders, sizeof(struct holder)) != 0 ||
+	    (req->size > 0 && coffer__arena_reserve(&ot->arena) != 0)) {
+		pool_put(&ot->objs, o);
+		return -ENOMEM;
+	}
+	/* 0-byte objects take no arena space; the object count bounds the store's own
+	 * memory instead (evicting like a full arena would). */
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
+		if (!evict_one(ot, &chances)) {
+			pool_put(&ot->objs, o);
+			return -ENOMEM;
+		}
 	if (req->size > 0) {
 		rc = alloc_evicting(ot, req->size, &blk, &chances);
 		if (rc != 0) {
@@ -1021,13 +1049,16 @@ static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const str
 		return -E2BIG;
 	if (ow->nreserved >= COFFER_RESERVE_MAX)
 		return -EAGAIN;
-	/* a reservation becomes an object: it counts against the bound on records */
-	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot, &chances))
-			return -ENOMEM;
+	/* its record (and the arena's, in alloc_evicting()) before anything is evicted */
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -ENOMEM;
+	/* a reservation becomes an object: it counts against the bound on records */
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
+		if (!evict_one(ot, &chances)) {
+			free(r);
+			return -ENOMEM;
+		}
 	rc = alloc_evicting(ot, req->size, &blk, &chances);
 	if (rc != 0) {
 		free(r);
