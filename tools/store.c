@@ -149,8 +149,9 @@ struct sess {
 	int cold;	       /* idle: told to ring (store_sleeping), its words not polled */
 	uint64_t last_work_us; /* when a round last found a bit or work left (coffer__now_us) */
 	struct coffer__dl outq;
-	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
-				       * batch is 8 KiB; most clients never wait on the socket) */
+	struct coffer_rep *sock_reps; /* deferred socket replies, allocated by the first get
+				       * that may wait on the socket (a batch is 8 KiB; most
+				       * clients never wait on the socket) */
 	unsigned int nsock_reps;
 	int dirty;
 	struct coffer__dl dirty_link, link;
@@ -456,13 +457,7 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	if (s->doomed)
 		return;
 	if (route == 0) {
-		if (s->sock_reps == NULL) {
-			s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
-			if (s->sock_reps == NULL) {
-				doom(s, "out of memory for a deferred reply");
-				return;
-			}
-		}
+		/* allocated by exec_one() before the get could wait */
 		s->sock_reps[s->nsock_reps++] = *rep;
 		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
 			flush_sock_reps(st, s);
@@ -522,6 +517,19 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 		rep->status = rc;
 		*immediate = 1;
 		return;
+	}
+	/* A get that may wait on the socket needs the buffer its deferred reply goes through:
+	 * allocated now, so that running out of memory refuses this get, instead of closing
+	 * the client when the reply comes (deliver()). */
+	if (req->op == COFFER_OP_GET && req->timeout_us != 0 && s->sock_reps == NULL) {
+		s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
+		if (s->sock_reps == NULL) {
+			memset(rep, 0, sizeof(*rep));
+			rep->tag = req->tag;
+			rep->status = -ENOMEM;
+			*immediate = 1;
+			return;
+		}
 	}
 	*immediate = coffer__ot_exec(st->ot, &s->owner, req, route, rep);
 	note_create(st, req, rep);
