@@ -1141,6 +1141,10 @@ static void do_accept(struct store *st)
 		}
 		s = calloc(1, sizeof(*s));
 		if (s == NULL) {
+			/* say why, as for a client refused for want of fds, instead of bare EOF */
+			COFFER_LOG_RL(COFFER_LOG_WARN, "out of memory: refused client pid %d",
+				      (int)uc.pid);
+			send_error_now(fd, -ENOMEM, "store out of memory");
 			close(fd);
 			continue;
 		}
