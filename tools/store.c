@@ -457,7 +457,10 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	if (s->doomed)
 		return;
 	if (route == 0) {
-		/* allocated by exec_one() before the get could wait */
+		if (s->sock_reps == NULL) { /* exec_one() allocates it before a get can wait */
+			doom(s, "deferred socket reply without a buffer");
+			return;
+		}
 		s->sock_reps[s->nsock_reps++] = *rep;
 		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
 			flush_sock_reps(st, s);
