@@ -10,6 +10,8 @@
  *  - A socket get that would wait, asked during the shortage, is answered -ENOMEM.
  *  - Afterwards every client works, new ones connect, and the store exits cleanly (its
  *    sanitizer build checks for leaks at exit).
+ * And a store that cannot watch another connection (epoll_ctl ENOSPC: the user's
+ * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC and keeps serving the others.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,7 +28,7 @@
 
 #include "tests/store/rawclient.h"
 
-static char g_dir[64], g_flag[128];
+static char g_dir[64], g_flag[128], g_watch[128];
 static struct rc_store st; /* stopped by teardown() if the test fails */
 
 static void shortage(bool on)
@@ -39,6 +41,27 @@ static void shortage(bool on)
 	} else {
 		assert_int_equal(unlink(g_flag), 0);
 	}
+}
+
+/* A raw connection to @sock is refused with ERROR @status. */
+static void refused_with(const char *sock, int status)
+{
+	unsigned char buf[512];
+	struct coffer_msg_error err;
+	struct coffer_msg_hdr h;
+	int fds[COFFER_MSG_FDS_MAX];
+	unsigned int nfds = 0;
+	struct rc_conn c;
+	long n;
+
+	assert_int_equal(rc_connect_raw(&c, sock), 0);
+	n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 10000);
+	assert_true(n >= (long)(sizeof(h) + sizeof(err)));
+	assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
+	assert_int_equal(h.type, COFFER_MSG_ERROR);
+	memcpy(&err, buf + sizeof(h), sizeof(err));
+	assert_int_equal(err.status, status);
+	rc_close(&c);
 }
 
 /* A socket GET of @oidn that waits forever, sent without waiting for its reply. */
@@ -55,13 +78,7 @@ static void test_store_short_of_memory(void **state)
 	struct coffer_store_info info;
 	struct coffer_req get;
 	struct coffer_rep rep;
-	struct rc_conn a, b, c, d;
-	unsigned char buf[512];
-	struct coffer_msg_hdr h;
-	struct coffer_msg_error err;
-	unsigned int nfds = 0;
-	int fds[COFFER_MSG_FDS_MAX];
-	long n;
+	struct rc_conn a, b, d;
 
 	(void)state;
 	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
@@ -83,14 +100,7 @@ static void test_store_short_of_memory(void **state)
 	assert_true(rep.status == 0 || rep.status == -ENOMEM);
 
 	/* a connection during the shortage is refused with a reason */
-	assert_int_equal(rc_connect_raw(&c, st.sock), 0);
-	n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 10000);
-	assert_true(n >= (long)(sizeof(h) + sizeof(err)));
-	assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
-	assert_int_equal(h.type, COFFER_MSG_ERROR);
-	memcpy(&err, buf + sizeof(h), sizeof(err));
-	assert_int_equal(err.status, -ENOMEM);
-	rc_close(&c);
+	refused_with(st.sock, -ENOMEM);
 
 	/* a full connect fails too (-EPROTO, or -EPIPE when the store closed first); a get
 	 * that would wait is refused, and b stays connected */
@@ -116,12 +126,45 @@ static void test_store_short_of_memory(void **state)
 	rmdir(g_dir);
 }
 
+static void test_store_cannot_watch(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_store_info info;
+	struct rc_conn a, d;
+	FILE *f;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_watch, sizeof(g_watch), "%s/nowatch", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOWATCH_FILE", g_watch, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOMEM_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	f = fopen(g_watch, "w");
+	assert_non_null(f);
+	fclose(f);
+	refused_with(st.sock, -ENOSPC);
+	assert_int_equal(rc_put(&a, 1, 64, 1), 0);
+	assert_int_equal(unlink(g_watch), 0);
+	assert_int_equal(rc_connect(&d, st.sock), 0);
+	assert_int_equal(rc_get(&d, 1, 0, NULL, NULL), 0);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 2);
+	rc_close(&a);
+	rc_close(&d);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
 	if (st.pid > 0)
 		(void)rc_store_stop(&st);
 	(void)unlink(g_flag);
+	(void)unlink(g_watch);
 	(void)rmdir(g_dir);
 	return 0;
 }
@@ -130,6 +173,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_store_short_of_memory, teardown),
+	    cmocka_unit_test_teardown(test_store_cannot_watch, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
