@@ -1165,6 +1165,11 @@ static void do_accept(struct store *st)
 		ev.events = EPOLLIN;
 		ev.data.ptr = &s->kind;
 		if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			int err = errno; /* ENOSPC (max_user_watches) or ENOMEM */
+
+			COFFER_LOG_RL(COFFER_LOG_WARN, "epoll_ctl: %s: refused client pid %d",
+				      strerror(err), (int)uc.pid);
+			send_error_now(fd, -err, "store cannot watch another connection");
 			close(fd);
 			free(s);
 			continue;
