@@ -229,6 +229,20 @@ static struct coffer__ablk *scan_aligned(struct coffer__arena *a, uint64_t size,
 	return NULL;
 }
 
+int coffer__arena_reserve(struct coffer__arena *a)
+{
+	while (a->nspare < 2) {
+		struct coffer__ablk *r = calloc(1, sizeof(*r));
+
+		if (r == NULL)
+			return -ENOMEM;
+		r->next_free = a->spare;
+		a->spare = r;
+		a->nspare++;
+	}
+	return 0;
+}
+
 int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out)
 {
 	uint64_t need, align = COFFER_ARENA_ALIGN;
@@ -254,15 +268,8 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 		return -ENOMEM;
 	/* Reserve both possible record splits before touching the lists, so a metadata
 	 * allocation failure leaves no trace. */
-	while (a->nspare < 2) {
-		struct coffer__ablk *r = calloc(1, sizeof(*r));
-
-		if (r == NULL)
-			return -ENOMEM;
-		r->next_free = a->spare;
-		a->spare = r;
-		a->nspare++;
-	}
+	if (coffer__arena_reserve(a) != 0)
+		return -ENOMEM;
 	list_remove(a, b);
 	if (align > COFFER_ARENA_ALIGN && (b->off & (align - 1)) != 0) {
 		uint64_t gap = ((b->off + align - 1) & ~(align - 1)) - b->off;

@@ -68,6 +68,16 @@ void coffer__arena_fini(struct coffer__arena *a);
  */
 int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out);
 
+/**
+ * coffer__arena_reserve() - make sure the block records that one coffer__arena_alloc() may
+ * need (two splits) are cached, so that its -ENOMEM can then only mean "no free block fits"
+ * (a caller that evicts to make room must not evict for a failed metadata allocation).
+ * Freeing blocks never takes records from the cache, so it stays enough until an allocation.
+ * @a: the arena.
+ * Return: 0; -ENOMEM (a record could not be allocated; nothing changed that matters).
+ */
+int coffer__arena_reserve(struct coffer__arena *a);
+
 /** coffer__arena_free() - free a block returned by coffer__arena_alloc(). O(1). */
 void coffer__arena_free(struct coffer__arena *a, struct coffer__ablk *b);
 

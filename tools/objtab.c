@@ -166,6 +166,24 @@ static void *pool_get(struct pool *p, size_t size)
 	return x;
 }
 
+/* Make sure the next pool_get() of @p cannot fail: a request that may evict allocates what
+ * it needs before it evicts anything, so that it never evicts and then fails. 0 or -ENOMEM
+ * (nothing changed). The record kept stays cached even where POOL_MAX is 0. */
+static int pool_reserve(struct pool *p, size_t size)
+{
+	void *x;
+
+	if (p->head != NULL)
+		return 0;
+	x = calloc(1, size);
+	if (x == NULL)
+		return -ENOMEM;
+	*(void **)x = NULL;
+	p->head = x;
+	p->n = 1;
+	return 0;
+}
+
 static void pool_put(struct pool *p, void *x)
 {
 	if (p->n + 1 > POOL_MAX) { /* not ">= POOL_MAX": always true when 0 (-Wtype-limits) */
@@ -762,8 +780,14 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 			  size_t *chances_left)
 {
 	uint64_t need = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
-	int rc = coffer__arena_alloc(&ot->arena, size, blk);
+	int rc;
 
+	/* The block records first: an -ENOMEM of the arena must mean "no room", never "no
+	 * record", or a metadata allocation failure would evict objects for nothing (the whole
+	 * cache, one by one, while malloc keeps failing). */
+	if (coffer__arena_reserve(&ot->arena) != 0)
+		return -ENOMEM;
+	rc = coffer__arena_alloc(&ot->arena, size, blk);
 	if (rc != -ENOMEM)
 		return rc;
 	/* Evict only if it can help: free + evictable bytes must cover the request. */
@@ -820,14 +844,24 @@ static int op_create(struct coffer__ot *ot, struct coffer__owner *ow, const stru
 		return rc;
 	if (req->size > ot->arena.capacity)
 		return -E2BIG;
-	/* 0-byte objects take no arena space; the object count bounds the store's own
-	 * memory instead (evicting like a full arena would). */
-	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot, &chances))
-			return -ENOMEM;
+	/* Every record the request needs, before anything is evicted for it: failing after
+	 * an eviction would lose cached objects for a request that is refused. */
 	o = pool_get(&ot->objs, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
+	if (pool_reserve(&ot->entries, sizeof(struct entry)) != 0 ||
+	    pool_reserve(&ot->holders, sizeof(struct holder)) != 0 ||
+	    (req->size > 0 && coffer__arena_reserve(&ot->arena) != 0)) {
+		pool_put(&ot->objs, o);
+		return -ENOMEM;
+	}
+	/* 0-byte objects take no arena space; the object count bounds the store's own
+	 * memory instead (evicting like a full arena would). */
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
+		if (!evict_one(ot, &chances)) {
+			pool_put(&ot->objs, o);
+			return -ENOMEM;
+		}
 	if (req->size > 0) {
 		rc = alloc_evicting(ot, req->size, &blk, &chances);
 		if (rc != 0) {
@@ -1015,13 +1049,16 @@ static int op_reserve(struct coffer__ot *ot, struct coffer__owner *ow, const str
 		return -E2BIG;
 	if (ow->nreserved >= COFFER_RESERVE_MAX)
 		return -EAGAIN;
-	/* a reservation becomes an object: it counts against the bound on records */
-	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
-		if (!evict_one(ot, &chances))
-			return -ENOMEM;
+	/* its record (and the arena's, in alloc_evicting()) before anything is evicted */
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -ENOMEM;
+	/* a reservation becomes an object: it counts against the bound on records */
+	while (ot->ncreated + ot->nsealed + ot->nresv >= ot->max_objects)
+		if (!evict_one(ot, &chances)) {
+			free(r);
+			return -ENOMEM;
+		}
 	rc = alloc_evicting(ot, req->size, &blk, &chances);
 	if (rc != 0) {
 		free(r);
@@ -1381,6 +1418,8 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		free(ot);
 		return rc;
 	}
+	/* before anything can fail: coffer__ot_destroy() walks the LRU list */
+	coffer__dl_init(&ot->lru);
 	ot->emask = ot->hmask = ot->rmask = 1023;
 	ot->ebuckets = calloc(ot->emask + 1, sizeof(*ot->ebuckets));
 	ot->hbuckets = calloc(ot->hmask + 1, sizeof(*ot->hbuckets));
@@ -1393,7 +1432,6 @@ int coffer__ot_create(struct coffer__ot **out, uint64_t capacity, uint32_t segme
 		ot->seed[0] = coffer__now_us();
 		ot->seed[1] = (uint64_t)(uintptr_t)ot;
 	}
-	coffer__dl_init(&ot->lru);
 	ot->max_objects = ot->arena.capacity / COFFER_ARENA_ALIGN;
 	if (ot->max_objects < 65536)
 		ot->max_objects = 65536;

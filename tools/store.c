@@ -149,8 +149,9 @@ struct sess {
 	int cold;	       /* idle: told to ring (store_sleeping), its words not polled */
 	uint64_t last_work_us; /* when a round last found a bit or work left (coffer__now_us) */
 	struct coffer__dl outq;
-	struct coffer_rep *sock_reps; /* deferred socket replies, allocated on first use (a
-				       * batch is 8 KiB; most clients never wait on the socket) */
+	struct coffer_rep *sock_reps; /* deferred socket replies, allocated by the first get
+				       * that may wait on the socket (a batch is 8 KiB; most
+				       * clients never wait on the socket) */
 	unsigned int nsock_reps;
 	int dirty;
 	struct coffer__dl dirty_link, link;
@@ -456,12 +457,9 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	if (s->doomed)
 		return;
 	if (route == 0) {
-		if (s->sock_reps == NULL) {
-			s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
-			if (s->sock_reps == NULL) {
-				doom(s, "out of memory for a deferred reply");
-				return;
-			}
+		if (s->sock_reps == NULL) { /* exec_one() allocates it before a get can wait */
+			doom(s, "deferred socket reply without a buffer");
+			return;
 		}
 		s->sock_reps[s->nsock_reps++] = *rep;
 		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
@@ -522,6 +520,19 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 		rep->status = rc;
 		*immediate = 1;
 		return;
+	}
+	/* A get that may wait on the socket needs the buffer its deferred reply goes through:
+	 * allocated now, so that running out of memory refuses this get, instead of closing
+	 * the client when the reply comes (deliver()). */
+	if (req->op == COFFER_OP_GET && req->timeout_us != 0 && s->sock_reps == NULL) {
+		s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
+		if (s->sock_reps == NULL) {
+			memset(rep, 0, sizeof(*rep));
+			rep->tag = req->tag;
+			rep->status = -ENOMEM;
+			*immediate = 1;
+			return;
+		}
 	}
 	*immediate = coffer__ot_exec(st->ot, &s->owner, req, route, rep);
 	note_create(st, req, rep);
@@ -1133,6 +1144,10 @@ static void do_accept(struct store *st)
 		}
 		s = calloc(1, sizeof(*s));
 		if (s == NULL) {
+			/* say why, as for a client refused for want of fds, instead of bare EOF */
+			COFFER_LOG_RL(COFFER_LOG_WARN, "out of memory: refused client pid %d",
+				      (int)uc.pid);
+			send_error_now(fd, -ENOMEM, "store out of memory");
 			close(fd);
 			continue;
 		}
@@ -1150,6 +1165,11 @@ static void do_accept(struct store *st)
 		ev.events = EPOLLIN;
 		ev.data.ptr = &s->kind;
 		if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			int err = errno; /* ENOSPC (max_user_watches) or ENOMEM */
+
+			COFFER_LOG_RL(COFFER_LOG_WARN, "epoll_ctl: %s: refused client pid %d",
+				      strerror(err), (int)uc.pid);
+			send_error_now(fd, -err, "store cannot watch another connection");
 			close(fd);
 			free(s);
 			continue;

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tests/store/nomem_test.c - a real store (coffer-store-nomem, tests/store/nomem_wrap.c)
+ * whose allocations fail for a while: it keeps serving the clients it has, tells the ones it
+ * cannot take why, and is whole again once memory is back.
+ *  - A get waiting on the socket is woken while the store cannot allocate: the client gets
+ *    its reply (the object, or -ENOMEM) and keeps its connection; it is not closed for the
+ *    store's shortage.
+ *  - A client connecting during the shortage gets an ERROR message -ENOMEM, not bare EOF.
+ *  - A socket get that would wait, asked during the shortage, is answered -ENOMEM.
+ *  - Afterwards every client works, new ones connect, and the store exits cleanly (its
+ *    sanitizer build checks for leaks at exit).
+ * And a store that cannot watch another connection (epoll_ctl ENOSPC: the user's
+ * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC and keeps serving the others.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/store/rawclient.h"
+
+static char g_dir[64], g_flag[128], g_watch[128];
+static struct rc_store st; /* stopped by teardown() if the test fails */
+
+static void shortage(bool on)
+{
+	if (on) {
+		FILE *f = fopen(g_flag, "w");
+
+		assert_non_null(f);
+		fclose(f);
+	} else {
+		assert_int_equal(unlink(g_flag), 0);
+	}
+}
+
+/* A raw connection to @sock is refused with ERROR @status. */
+static void refused_with(const char *sock, int status)
+{
+	unsigned char buf[512];
+	struct coffer_msg_error err;
+	struct coffer_msg_hdr h;
+	int fds[COFFER_MSG_FDS_MAX];
+	unsigned int nfds = 0;
+	struct rc_conn c;
+	long n;
+
+	assert_int_equal(rc_connect_raw(&c, sock), 0);
+	n = rc_recv_msg(&c, buf, sizeof(buf), fds, &nfds, 10000);
+	assert_true(n >= (long)(sizeof(h) + sizeof(err)));
+	assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
+	assert_int_equal(h.type, COFFER_MSG_ERROR);
+	memcpy(&err, buf + sizeof(h), sizeof(err));
+	assert_int_equal(err.status, status);
+	rc_close(&c);
+}
+
+/* A socket GET of @oidn that waits forever, sent without waiting for its reply. */
+static void send_waiting_get(struct rc_conn *c, uint64_t oidn, struct coffer_req *r)
+{
+	rc_req_init(c, r, COFFER_OP_GET, oidn);
+	r->timeout_us = -1;
+	assert_int_equal(rc_batch(c, r, 1, NULL, 0, 0), 0);
+}
+
+static void test_store_short_of_memory(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_store_info info;
+	struct coffer_req get;
+	struct coffer_rep rep;
+	struct rc_conn a, b, d;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	assert_int_equal(rc_connect(&b, st.sock), 0);
+
+	/* a's socket get waits for b's object; b seals it during the shortage */
+	assert_int_equal(rc_create(&b, 1, 4096, 0, NULL), 0);
+	send_waiting_get(&a, 1, &get);
+	assert_int_equal(rc_contains(&a, 2), 0); /* the get is taken: replies come in order */
+	shortage(true);
+	assert_int_equal(rc_seal(&b, 1, COFFER_SEAL_RELEASE), 0);
+	assert_int_equal(rc_recv_reps(&a, &rep, 1, 10000), 1);
+	assert_int_equal(rep.tag, get.tag);
+	assert_true(rep.status == 0 || rep.status == -ENOMEM);
+
+	/* a connection during the shortage is refused with a reason */
+	refused_with(st.sock, -ENOMEM);
+
+	/* a full connect fails too (-EPROTO, or -EPIPE when the store closed first); a get
+	 * that would wait is refused, and b stays connected */
+	assert_true(rc_connect(&d, st.sock) < 0);
+	assert_int_equal(rc_get(&b, 3, 1000000, NULL, NULL), -ENOMEM);
+
+	shortage(false);
+	if (rep.status == 0)
+		assert_int_equal(rc_release(&a, 1), 0);
+	assert_int_equal(rc_get(&a, 1, 0, NULL, NULL), 0);
+	assert_int_equal(rc_release(&a, 1), 0);
+	assert_int_equal(rc_get(&b, 4, 1000, NULL, NULL), -ENOENT); /* waits, expires */
+	assert_int_equal(rc_connect(&d, st.sock), 0);
+	assert_int_equal(rc_put(&d, 5, 64, 1), 0);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 3);
+	assert_int_equal(info.objects_sealed, 2);
+	rc_close(&a);
+	rc_close(&b);
+	rc_close(&d);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
+static void test_store_cannot_watch(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	struct coffer_store_info info;
+	struct rc_conn a, d;
+	FILE *f;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_watch, sizeof(g_watch), "%s/nowatch", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOWATCH_FILE", g_watch, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOMEM_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	f = fopen(g_watch, "w");
+	assert_non_null(f);
+	fclose(f);
+	refused_with(st.sock, -ENOSPC);
+	assert_int_equal(rc_put(&a, 1, 64, 1), 0);
+	assert_int_equal(unlink(g_watch), 0);
+	assert_int_equal(rc_connect(&d, st.sock), 0);
+	assert_int_equal(rc_get(&d, 1, 0, NULL, NULL), 0);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 2);
+	rc_close(&a);
+	rc_close(&d);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (st.pid > 0)
+		(void)rc_store_stop(&st);
+	(void)unlink(g_flag);
+	(void)unlink(g_watch);
+	(void)rmdir(g_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_store_short_of_memory, teardown),
+	    cmocka_unit_test_teardown(test_store_cannot_watch, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
