@@ -36,10 +36,10 @@
  *   the bytes held back from TLSF's search (1/16, the same bound as TLSF's class rounding
  *   waste) and the length of one flush (4096 coalescing frees, about a millisecond with
  *   every record a cache miss); amortised it is the coalescing the frees skipped.
- *   64 KiB: the largest object size fio and the benches replace at high rates (4 KiB is
- *   the common one), 1024 exact classes (8 KiB of list heads); larger blocks are rare
- *   enough per second that their coalescing cost does not matter, and they are the ones
- *   whose coalescing most helps large requests.
+ *   Size bound 64 KiB: it covers the fio engine's 4 KiB blocks and the benches' small
+ *   objects with room for other small sizes, in 1024 exact classes (8 KiB of list heads).
+ *   Larger blocks come far fewer per second (each carries a client's 64 KiB+ copy), so
+ *   their coalescing misses matter less, and large requests need them coalesced.
  *   used and nalloc count only allocated blocks; quick blocks are counted by nquick and
  *   qbytes, so capacity - used stays the free bytes a flush would coalesce.
  * - Single-threaded: no atomics, no locks.
