@@ -34,3 +34,13 @@ done >cpuop-rec.txt
 #    --size 256m --engines coffer,psync --numjobs 2), bench-ab.txt (coffer-bench store
 #    create-seal, batch 1,32, store -m 64M and -m 1G).
 ./ab.sh "$base" "$new" 3
+# 6. replace-ab.sh BASE NEW 4: replace-ab.txt (create-seal replacing 65536 x 4 KiB keys).
+./replace-ab.sh "$base" "$new" 4
+# 7. cpuop-storespin0.txt: cpuop.sh with the store's busy-poll off, four pairs.
+for i in 1 2 3 4; do
+	for v in base new; do
+		d=$base
+		[ $v = new ] && d=$new
+		COFFER_STORE_SPIN_US=0 OUT=$here/raw flock $L ./cpuop.sh ss0-$v-$i "$d" ""
+	done
+done >cpuop-storespin0.txt
