@@ -790,7 +790,9 @@ static int alloc_evicting(struct coffer__ot *ot, uint64_t size, struct coffer__a
 	rc = coffer__arena_alloc(&ot->arena, size, blk);
 	if (rc != -ENOMEM)
 		return rc;
-	/* Evict only if it can help: free + evictable bytes must cover the request. */
+	/* -ENOMEM comes after the arena coalesced its quick lists (coffer__arena_alloc()), so
+	 * no fit exists without evicting. Evict only if it can help: free (used counts no
+	 * quick-listed block) + evictable bytes must cover the request. */
 	if (ot->arena.capacity - ot->arena.used + ot->evictable_bytes < need)
 		return -ENOMEM;
 	while (rc == -ENOMEM && evict_one(ot, chances_left))

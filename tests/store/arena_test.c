@@ -3,7 +3,8 @@
  * tests/store/arena_test.c - unit tests of the store's TLSF arena allocator: alignment,
  * exact byte accounting after every operation, coalescing back to one block, bounded
  * fragmentation (a request fails only when no free block is within the class rounding of
- * it), and the capacity-sized object.
+ * it), the capacity-sized object, and deferred coalescing: quick-list reuse, flush before
+ * -ENOMEM, the quick-list bounds, and a randomized sequence checked against a model.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -91,6 +92,8 @@ static void test_alignment_and_accounting(void **state)
 			coffer__arena_free(&a, blks[i]);
 	assert_int_equal(coffer__arena_check(&a), 0);
 	assert_int_equal(a.used, 0);
+	coffer__arena_flush(&a);
+	assert_int_equal(coffer__arena_check(&a), 0);
 	assert_int_equal(a.nfree, 1); /* everything coalesced back */
 	assert_int_equal(coffer__arena_largest_free(&a), a.capacity);
 	coffer__arena_fini(&a);
@@ -143,6 +146,8 @@ static void test_bounded_fragmentation(void **state)
 		if (blks[i] != NULL)
 			coffer__arena_free(&a, blks[i]);
 	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_flush(&a);
+	assert_int_equal(coffer__arena_check(&a), 0);
 	assert_int_equal(a.nfree, 1);
 	coffer__arena_fini(&a);
 }
@@ -168,7 +173,232 @@ static void test_capacity_sized_large_object(void **state)
 	assert_int_equal(coffer__arena_check(&a), 0);
 	coffer__arena_free(&a, c);
 	coffer__arena_free(&a, b);
+	coffer__arena_flush(&a);
 	assert_int_equal(a.nfree, 1);
+	coffer__arena_fini(&a);
+}
+
+/* A small block freed goes to its quick list without coalescing and is the next block of
+ * its size handed out; other sizes do not take it. */
+static void test_quick_reuse(void **state)
+{
+	struct coffer__arena a;
+	struct coffer__ablk *x, *y, *z, *w;
+	uint64_t nfree;
+
+	(void)state;
+	assert_int_equal(coffer__arena_init(&a, 16 * MiB), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &x), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &y), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &z), 0);
+	nfree = a.nfree;
+	coffer__arena_free(&a, y); /* between two allocated blocks */
+	assert_true(y->quick);
+	assert_false(y->free);
+	assert_int_equal(a.nfree, nfree); /* not on a TLSF list */
+	assert_int_equal(a.nquick, 1);
+	assert_int_equal(a.qbytes, 4096);
+	assert_int_equal(a.used, 2 * 4096);
+	assert_int_equal(a.nalloc, 2);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* x's free neighbour is y, quick: TLSF must treat it as allocated, not merge. */
+	coffer__arena_free(&a, x);
+	assert_int_equal(a.nquick, 2);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* Another size misses the lists. */
+	assert_int_equal(coffer__arena_alloc(&a, 8192, &w), 0);
+	assert_true(w != x && w != y);
+	assert_int_equal(a.nquick, 2);
+	/* LIFO, by rounded size: 4033 bytes round up to 4096 and pop x, then y. */
+	assert_int_equal(coffer__arena_alloc(&a, 4032, &w), 0); /* another class */
+	assert_true(w != x && w != y);
+	assert_int_equal(coffer__arena_alloc(&a, 4033, &w), 0);
+	assert_ptr_equal(w, x);
+	assert_false(w->quick);
+	assert_int_equal(w->size, 4096);
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &w), 0);
+	assert_ptr_equal(w, y);
+	assert_int_equal(w->off, 4096);
+	assert_int_equal(a.nquick, 0);
+	assert_int_equal(a.qbytes, 0);
+	assert_int_equal(a.used, 5 * 4096 + 4032); /* x, y, z, 8 KiB, 4032 */
+	assert_int_equal(a.nalloc, 5);
+	assert_int_equal(a.flushes, 0);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_fini(&a);
+}
+
+/* Memory held on quick lists is found by an allocation that needs it coalesced: the
+ * lists are flushed before -ENOMEM, and -ENOMEM only comes when even the coalesced arena
+ * has no fit. */
+static void test_flush_on_failure(void **state)
+{
+	enum { N = 256 };
+	struct coffer__ablk *blks[N], *big, *more;
+	struct coffer__arena a;
+	int i;
+
+	(void)state;
+	assert_int_equal(coffer__arena_init(&a, N * 4096), 0); /* 1 MiB: qlimit 64 KiB */
+	for (i = 0; i < N; i++)
+		assert_int_equal(coffer__arena_alloc(&a, 4096, &blks[i]), 0);
+	assert_int_equal(a.used, a.capacity);
+	/* 8 adjacent blocks freed: quick-listed, no coalesced 32 KiB block exists. */
+	for (i = 100; i < 108; i++)
+		coffer__arena_free(&a, blks[i]);
+	assert_int_equal(a.nquick, 8);
+	assert_int_equal(a.nfree, 0);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 32 * 1024, &big), 0);
+	assert_int_equal(big->off, 100 * 4096);
+	assert_int_equal(a.flushes, 1);
+	assert_int_equal(a.nquick, 0);
+	assert_int_equal(a.used, a.capacity);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* Full: -ENOMEM after a flush finds nothing. */
+	coffer__arena_free(&a, blks[0]);
+	assert_int_equal(coffer__arena_alloc(&a, 8192, &more), -ENOMEM);
+	assert_int_equal(a.flushes, 2);
+	assert_int_equal(a.nfree, 1);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* largest_free() reports coalesced truth. */
+	coffer__arena_free(&a, blks[1]);
+	assert_int_equal(a.nquick, 1);
+	assert_int_equal(coffer__arena_largest_free(&a), 8192);
+	assert_int_equal(a.nquick, 0);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_fini(&a);
+}
+
+/* The lists never hold more than COFFER_ARENA_QUICK_COUNT blocks nor more than capacity /
+ * 16 bytes: a free that would pass either bound flushes first. Blocks over the size bound
+ * are coalesced at once. */
+static void test_quick_bounds(void **state)
+{
+	enum { N = 5000 };
+	static struct coffer__ablk *blks[N];
+	struct coffer__arena a;
+	struct coffer__ablk *big;
+	int i;
+
+	(void)state;
+	/* Count bound: 64-byte blocks, 5000 of them (320000 bytes << qlimit). */
+	assert_int_equal(coffer__arena_init(&a, 64 * MiB), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(coffer__arena_alloc(&a, 64, &blks[i]), 0);
+	for (i = 0; i < N; i++) {
+		coffer__arena_free(&a, blks[i]);
+		assert_true(a.nquick <= COFFER_ARENA_QUICK_COUNT);
+	}
+	assert_int_equal(a.flushes, 1);
+	assert_int_equal(a.nquick, N - COFFER_ARENA_QUICK_COUNT);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* Size bound: a block of COFFER_ARENA_QUICK_MAX + 64 bytes is coalesced at once. */
+	assert_int_equal(coffer__arena_alloc(&a, COFFER_ARENA_QUICK_MAX + 1, &big), 0);
+	coffer__arena_free(&a, big);
+	assert_false(big->quick);
+	assert_int_equal(a.nquick, N - COFFER_ARENA_QUICK_COUNT);
+	coffer__arena_fini(&a);
+
+	/* Byte bound: 4 MiB arena, qlimit 256 KiB = 4 blocks of 64 KiB. */
+	assert_int_equal(coffer__arena_init(&a, 4 * MiB), 0);
+	assert_int_equal(a.qlimit, 256 * 1024);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(coffer__arena_alloc(&a, 64 * 1024, &blks[i]), 0);
+	for (i = 0; i < 64; i++) {
+		coffer__arena_free(&a, blks[i]);
+		assert_true(a.qbytes <= a.qlimit);
+		assert_int_equal(coffer__arena_check(&a), 0);
+	}
+	assert_int_equal(a.flushes, 15); /* before the 5th, 9th, ..., 61st free */
+	assert_int_equal(a.nquick, 4);
+	coffer__arena_fini(&a);
+
+	/* An arena whose bound is below one block: no quick lists at all. */
+	assert_int_equal(coffer__arena_init(&a, 8192), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &blks[0]), 0);
+	coffer__arena_free(&a, blks[0]);
+	assert_int_equal(a.nquick, 0);
+	assert_int_equal(a.nfree, 1);
+	coffer__arena_fini(&a);
+}
+
+/* A randomized sequence of allocations and frees, mostly small with some over the quick
+ * bound and some large (aligned), against a model: the live blocks never overlap, the
+ * accounting equals the model's after every step, coffer__arena_check() passes after every
+ * step, and an allocation fails only when the model's free bytes cannot hold it and the
+ * coalesced arena has no fitting block. */
+static void test_randomized_model(void **state)
+{
+	enum { N = 512 };
+	struct coffer__ablk *blks[N] = {0};
+	uint64_t offs[N], sizes[N];
+	struct coffer__arena a;
+	uint64_t used = 0, nalloc = 0;
+	int i, j, step;
+
+	(void)state;
+	assert_int_equal(coffer__arena_init(&a, 8 * MiB), 0);
+	for (step = 0; step < 30000; step++) {
+		i = (int)(rnd() % N);
+		if (blks[i] != NULL) {
+			/* The block still holds what the model gave it. */
+			assert_int_equal(blks[i]->off, offs[i]);
+			assert_int_equal(blks[i]->size, sizes[i]);
+			used -= sizes[i];
+			nalloc--;
+			coffer__arena_free(&a, blks[i]);
+			blks[i] = NULL;
+		} else {
+			uint64_t r = rnd() % 100, size, need;
+			int rc;
+
+			if (r < 70)
+				size = 64 * (1 + rnd() % 8); /* few classes: much reuse */
+			else if (r < 95)
+				size = 1 + rnd() % (COFFER_ARENA_QUICK_MAX + 4096);
+			else
+				size = 1 + rnd() % (3 * MiB);
+			rc = coffer__arena_alloc(&a, size, &blks[i]);
+			if (rc == -ENOMEM) {
+				blks[i] = NULL;
+				/* Failing with quick blocks held means it flushed first. */
+				assert_int_equal(a.nquick, 0);
+				/* Coalesced truth: no free block reaches the search's size
+				 * (2 MiB alignment slack for large ones) rounded up to its
+				 * class boundary. */
+				need = (size + 63) & ~63ull;
+				if (need >= COFFER_ARENA_LARGE)
+					need += COFFER_ARENA_LARGE - 64;
+				assert_true(coffer__arena_largest_free(&a) < need + need / 16 + 64);
+			} else {
+				assert_int_equal(rc, 0);
+				assert_true(blks[i]->size == ((size + 63) & ~63ull));
+				assert_false(blks[i]->quick);
+				assert_false(blks[i]->free);
+				offs[i] = blks[i]->off;
+				sizes[i] = blks[i]->size;
+				assert_true(offs[i] + sizes[i] <= a.capacity);
+				for (j = 0; j < N; j++)
+					if (j != i && blks[j] != NULL)
+						assert_true(offs[j] + sizes[j] <= offs[i] ||
+							    offs[i] + sizes[i] <= offs[j]);
+				used += sizes[i];
+				nalloc++;
+			}
+		}
+		assert_int_equal(a.used, used);
+		assert_int_equal(a.nalloc, nalloc);
+		assert_true(a.qbytes <= a.capacity - used);
+		assert_int_equal(coffer__arena_check(&a), 0);
+	}
+	for (i = 0; i < N; i++)
+		if (blks[i] != NULL)
+			coffer__arena_free(&a, blks[i]);
+	coffer__arena_flush(&a);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	assert_int_equal(a.nfree, 1);
+	assert_int_equal(a.used, 0);
 	coffer__arena_fini(&a);
 }
 
@@ -179,6 +409,10 @@ int main(void)
 	    cmocka_unit_test(test_alignment_and_accounting),
 	    cmocka_unit_test(test_bounded_fragmentation),
 	    cmocka_unit_test(test_capacity_sized_large_object),
+	    cmocka_unit_test(test_quick_reuse),
+	    cmocka_unit_test(test_flush_on_failure),
+	    cmocka_unit_test(test_quick_bounds),
+	    cmocka_unit_test(test_randomized_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,6 +231,56 @@ static void test_eviction_promotes_replacement_and_creator_dies(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* Deferred coalescing (tools/arena.c, quick lists) must not cost evictions: deleted
+ * objects' blocks wait uncoalesced on quick lists, and a create that fits only in their
+ * coalesced space gets it without evicting anything, though evictable objects exist. */
+static void test_create_fits_after_flush_evicts_nothing(void **state)
+{
+	struct coffer__owner a;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+	struct coffer_rep rep, first;
+	uint8_t id;
+
+	(void)state;
+	ot_new(&ot); /* CAP 64 KiB: the quick lists hold at most CAP / 16 = 4 KiB */
+	coffer__ot_owner_init(&a);
+	for (id = 1; id <= 64; id++) { /* 64 x 1 KiB fill the arena, all evictable */
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, id, 1024, 0, 0, &rep), 0);
+		assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, id, 0, COFFER_SEAL_RELEASE, 0, NULL),
+				 0);
+		if (id == 10)
+			first = rep;
+	}
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.used, CAP);
+	/* 10..13 are adjacent; deleted, their 4 KiB is free but on quick lists. */
+	for (id = 10; id <= 13; id++)
+		assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, id, 0, 0, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.used, CAP - 4096);
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 100, 4096, 0, 0, &rep), 0);
+	assert_int_equal(rep.offset, first.offset);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(st.used, CAP);
+	/* A 1 KiB delete then a 1 KiB create: the block is reused, nothing evicted. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, 40, 0, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 101, 1024, 0, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 0);
+	/* Full: the next create evicts. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 102, 1024, 0, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 1);
+	coffer__ot_owner_gone(ot, &a);
+	for (id = 1; id <= 64; id++)
+		(void)ex(ot, &a, COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+	(void)ex(ot, &a, COFFER_OP_DELETE, 102, 0, 0, 0, NULL);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
 /* The create/seal fast paths: a create whose eviction frees its own ID's entry (a
  * replacement of the only evictable object) or another ID's, a seal's release when another
  * client waits on the unsealed object, a seal or abort by someone else or after the seal, a
@@ -916,6 +966,7 @@ int main(void)
 	    cmocka_unit_test(test_release_by_offset_after_replace),
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
 	    cmocka_unit_test(test_create_seal_fast_paths),
+	    cmocka_unit_test(test_create_fits_after_flush_evicts_nothing),
 	    cmocka_unit_test(test_index_reads_keep_objects_cached),
 	    cmocka_unit_test(test_marks_cost_one_pass_per_request),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),
