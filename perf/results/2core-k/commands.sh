@@ -44,3 +44,10 @@ for i in 1 2 3 4; do
 		COFFER_STORE_SPIN_US=0 OUT=$here/raw flock $L ./cpuop.sh ss0-$v-$i "$d" ""
 	done
 done >cpuop-storespin0.txt
+# 8. (lead, after the helpers stopped; load 1.2-2.0, nothing else running) nj-ab.txt and
+#    nj-ab-rev.txt: nj-ab.sh BASE NEW 3, then nj-ab.sh NEW BASE 3 (order reversed):
+#    compare.sh --engines coffer --numjobs 1,2 --runtime 5 --size 1g, alternating builds.
+#    flock /tmp/coffer-bench.lock ./nj-ab.sh BASE NEW 3 > nj-ab.txt
+#    flock /tmp/coffer-bench.lock ./nj-ab.sh NEW BASE 3 > nj-ab-rev.txt
+# 9. fio-full.{txt,csv,png}: main 0a85a2e (quick lists merged), all engines:
+#    flock /tmp/coffer-bench.lock perf/fio/compare.sh --runtime 5 --csv fio-full.csv --png fio-full.png
