@@ -1536,9 +1536,9 @@ static int resv_check(const struct coffer__ot *ot)
 
 	for (size_t i = 0; i <= ot->rmask; i++)
 		for (const struct resv *r = ot->rbuckets[i]; r != NULL; r = r->hnext) {
-			if (r->blk->free || r->blk->size < r->size || r->size == 0 ||
-			    (r->hash & ot->rmask) != i || resv_find(ot, r->blk->off) != r ||
-			    r->owner->nreserved == 0)
+			if (r->blk->free || r->blk->quick || r->blk->size < r->size ||
+			    r->size == 0 || (r->hash & ot->rmask) != i ||
+			    resv_find(ot, r->blk->off) != r || r->owner->nreserved == 0)
 				return -EFAULT;
 			n++;
 			bytes += r->blk->size;
@@ -1546,17 +1546,28 @@ static int resv_check(const struct coffer__ot *ot)
 	return n == ot->nresv && bytes == ot->resv_bytes ? 0 : -EFAULT;
 }
 
-/* One version @o of @e, at @where: its holders are in the holder hash under their stored
- * hash (holder_find() finds each, so none is there twice), their counts sum to its refs, and
- * an unsealed one is held by its creator only (op_seal() looks its creator's holder up on the
- * object's own list). Adds to *@nholders and the state counts. */
+/* One version @o of @e, at @where: its block is an allocated one (neither free nor on a
+ * quick list: a freed block is handed out again at once) at its offset, large enough; its
+ * holders are in the holder hash under their stored hash (holder_find() finds each, so none
+ * is there twice), their counts sum to its refs, and an unsealed one is held by its creator
+ * only (op_seal() looks its creator's holder up on the object's own list). Adds to
+ * *@nholders, the state counts and *@bytes (its block's size). */
 static int obj_check(const struct coffer__ot *ot, const struct entry *e, const struct obj *o,
-		     int where, size_t *nholders, uint64_t *ncreated, uint64_t *nsealed)
+		     int where, size_t *nholders, uint64_t *ncreated, uint64_t *nsealed,
+		     uint64_t *bytes)
 {
 	uint64_t refs = 0;
 
 	if (o->e != e || o->where != where)
 		return -EFAULT;
+	if (o->blk != NULL) {
+		if (o->blk->free || o->blk->quick || o->blk->off != o->off ||
+		    o->blk->size < o->size)
+			return -EFAULT;
+		*bytes += o->blk->size;
+	} else if (o->size != 0) {
+		return -EFAULT;
+	}
 	if (o->state == ST_CREATED) {
 		if (o->creator == NULL || !coffer__dl_linked(&o->clink) || where == AT_OLD)
 			return -EFAULT;
@@ -1584,8 +1595,9 @@ static int obj_check(const struct coffer__ot *ot, const struct entry *e, const s
 }
 
 /* Every entry is in the bucket of its ObjectID's hash and has something (a version or a
- * waiter); every version passes obj_check(); the counts agree with the table's. */
-static int entries_check(const struct coffer__ot *ot)
+ * waiter); every version passes obj_check(); the counts agree with the table's. *@bytes:
+ * out: the bytes of every version's block. */
+static int entries_check(const struct coffer__ot *ot, uint64_t *bytes)
 {
 	uint64_t ncreated = 0, nsealed = 0;
 	size_t nentries = 0, nholders = 0;
@@ -1598,14 +1610,14 @@ static int entries_check(const struct coffer__ot *ot)
 				return -EFAULT;
 			if (e->shadow != NULL && (e->cur == NULL || e->cur->state != ST_SEALED ||
 						  obj_check(ot, e, e->shadow, AT_SHADOW, &nholders,
-							    &ncreated, &nsealed) != 0))
+							    &ncreated, &nsealed, bytes) != 0))
 				return -EFAULT;
-			if (e->cur != NULL &&
-			    obj_check(ot, e, e->cur, AT_CUR, &nholders, &ncreated, &nsealed) != 0)
+			if (e->cur != NULL && obj_check(ot, e, e->cur, AT_CUR, &nholders, &ncreated,
+							&nsealed, bytes) != 0)
 				return -EFAULT;
 			for (const struct coffer__dl *p = e->old.next; p != &e->old; p = p->next)
 				if (obj_check(ot, e, COFFER_DL_ENTRY(p, struct obj, olink), AT_OLD,
-					      &nholders, &ncreated, &nsealed) != 0)
+					      &nholders, &ncreated, &nsealed, bytes) != 0)
 					return -EFAULT;
 			nentries++;
 		}
@@ -1618,7 +1630,7 @@ static int entries_check(const struct coffer__ot *ot)
 
 int coffer__ot_check(const struct coffer__ot *ot)
 {
-	uint64_t evictable = 0;
+	uint64_t evictable = 0, bytes = 0;
 	struct coffer__dl *p;
 	size_t n = 0;
 
@@ -1635,7 +1647,10 @@ int coffer__ot_check(const struct coffer__ot *ot)
 	if (evictable != ot->evictable_bytes || n != ot->nlru ||
 	    ot->arena.used > ot->arena.capacity)
 		return -EFAULT;
-	if (resv_check(ot) != 0 || entries_check(ot) != 0)
+	if (resv_check(ot) != 0 || entries_check(ot, &bytes) != 0)
+		return -EFAULT;
+	/* every allocated block is one version's or one reservation's, none twice */
+	if (bytes + ot->resv_bytes != ot->arena.used)
 		return -EFAULT;
 	return index_check(ot);
 }

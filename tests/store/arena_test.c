@@ -327,33 +327,44 @@ static void test_quick_bounds(void **state)
  * bound and some large (aligned), against a model: the live blocks never overlap, the
  * accounting equals the model's after every step, coffer__arena_check() passes after every
  * step, and an allocation fails only when the model's free bytes cannot hold it and the
- * coalesced arena has no fitting block. */
-static void test_randomized_model(void **state)
+ * coalesced arena has no fitting block. @capacity bytes, up to @n blocks live at once,
+ * @steps steps; @small_pct percent of the allocations are of 64..512 bytes. With @drain,
+ * every other 25000 steps skip 19 in 20 allocations, so frees outnumber them and the
+ * quick lists grow until a bound flushes them. */
+static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small_pct, bool drain)
 {
-	enum { N = 512 };
-	struct coffer__ablk *blks[N] = {0};
-	uint64_t offs[N], sizes[N];
+	const int N = n;
+	struct coffer__ablk **blks = calloc((size_t)n, sizeof(*blks));
+	uint64_t *offs = calloc((size_t)n, sizeof(*offs));
+	uint64_t *sizes = calloc((size_t)n, sizeof(*sizes));
 	struct coffer__arena a;
-	uint64_t used = 0, nalloc = 0;
+	uint64_t used = 0, nalloc = 0, count_flushes = 0;
 	int i, j, step;
 
-	(void)state;
-	assert_int_equal(coffer__arena_init(&a, 8 * MiB), 0);
-	for (step = 0; step < 30000; step++) {
-		i = (int)(rnd() % N);
+	assert_non_null(blks);
+	assert_non_null(offs);
+	assert_non_null(sizes);
+	assert_int_equal(coffer__arena_init(&a, capacity), 0);
+	for (step = 0; step < steps; step++) {
+		i = (int)(rnd() % (uint64_t)N);
 		if (blks[i] != NULL) {
 			/* The block still holds what the model gave it. */
 			assert_int_equal(blks[i]->off, offs[i]);
 			assert_int_equal(blks[i]->size, sizes[i]);
 			used -= sizes[i];
 			nalloc--;
+			if (a.nquick >= COFFER_ARENA_QUICK_COUNT &&
+			    sizes[i] <= COFFER_ARENA_QUICK_MAX)
+				count_flushes++; /* this free flushes for the count bound */
 			coffer__arena_free(&a, blks[i]);
 			blks[i] = NULL;
+		} else if (drain && (step / 25000) % 2 == 1 && rnd() % 20 != 0) {
+			continue; /* a free-heavy phase */
 		} else {
 			uint64_t r = rnd() % 100, size, need;
 			int rc;
 
-			if (r < 70)
+			if (r < small_pct)
 				size = 64 * (1 + rnd() % 8); /* few classes: much reuse */
 			else if (r < 95)
 				size = 1 + rnd() % (COFFER_ARENA_QUICK_MAX + 4096);
@@ -400,6 +411,27 @@ static void test_randomized_model(void **state)
 	assert_int_equal(a.nfree, 1);
 	assert_int_equal(a.used, 0);
 	coffer__arena_fini(&a);
+	free(blks);
+	free(offs);
+	free(sizes);
+	if (n > (int)COFFER_ARENA_QUICK_COUNT)
+		assert_true(count_flushes > 0); /* the run did reach the count bound */
+}
+
+/* 8 MiB, up to 512 blocks live: the byte bound (512 KiB) and failed allocations flush. */
+static void test_randomized_model(void **state)
+{
+	(void)state;
+	randomized_model(8 * MiB, 512, 30000, 70, false);
+}
+
+/* 1 GiB, up to 10000 blocks live, nearly all small: the count bound
+ * (COFFER_ARENA_QUICK_COUNT blocks) flushes, between quick-list pops and TLSF allocations,
+ * which test_quick_bounds() (all allocations, then all frees) does not interleave. */
+static void test_randomized_model_count_bound(void **state)
+{
+	(void)state;
+	randomized_model(1024 * MiB, 10000, 50000, 97, true);
 }
 
 int main(void)
@@ -413,6 +445,7 @@ int main(void)
 	    cmocka_unit_test(test_flush_on_failure),
 	    cmocka_unit_test(test_quick_bounds),
 	    cmocka_unit_test(test_randomized_model),
+	    cmocka_unit_test(test_randomized_model_count_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
