@@ -51,3 +51,7 @@ done >cpuop-storespin0.txt
 #    flock /tmp/coffer-bench.lock ./nj-ab.sh NEW BASE 3 > nj-ab-rev.txt
 # 9. fio-full.{txt,csv,png}: main 0a85a2e (quick lists merged), all engines:
 #    flock /tmp/coffer-bench.lock perf/fio/compare.sh --runtime 5 --csv fio-full.csv --png fio-full.png
+# 10. lf-ab.txt, lf-ab-rev.txt (lead): main 19c26b2 against main + lf.diff (entry table load
+#     factor 0.25-0.5 instead of 0.5-1.0, perf9's suggestion), nj-ab.sh, two pairs each order.
+# 11. st-ab.txt (lead): issue 6's batch ratio after the merge, st-ab.sh BUILD LABEL three
+#     alternations of 558b572 and main 19c26b2, each under flock /tmp/coffer-bench.lock.
