@@ -1,7 +1,7 @@
 #!/bin/bash
 # perf/results/2core-k/ab.sh BASE NEW PAIRS: the A/B of this set, alternating BASE and NEW
 # builds (release build folders), each step under flock /tmp/coffer-bench.lock:
-#  cpuop-ab2.txt: ./cpuop.sh (fio randwrite-2jobs, store -m 1G, perf stat -p)
+#  cpuop-ab2.txt: ../2core-j/cpuop.sh (fio randwrite-2jobs, store -m 1G, perf stat -p)
 #  compare-ab.txt: perf/fio/compare.sh --runtime 5 --size 256m --engines coffer,psync
 #                  --numjobs 2 (randread and randwrite rows)
 #  bench-ab.txt: coffer-bench store --workload create-seal --batch 1,32 --seconds 1
@@ -26,7 +26,7 @@ for i in $(seq 1 "$pairs"); do
 	for v in base new; do
 		d=$base
 		[ $v = new ] && d=$new
-		OUT=$here/raw flock $L "$here"/cpuop.sh $v-p$i "$d" "" >>"$here"/cpuop-ab2.txt 2>&1
+		OUT=$here/raw flock $L "$here"/../2core-j/cpuop.sh $v-p$i "$d" "" >>"$here"/cpuop-ab2.txt 2>&1
 		echo "== $v-p$i load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$here"/compare-ab.txt
 		flock $L "$here"/../../fio/compare.sh --build "$d" --runtime 5 --size 256m \
 			--engines coffer,psync --numjobs 2 --csv "$here"/raw/compare-$v-p$i.csv \

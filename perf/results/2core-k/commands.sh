@@ -4,24 +4,25 @@
 # perf/fio/libcoffer_fio.so, perf/bench/coffer-bench) of BASE = 558b572 and NEW = 269dd1e,
 # each built from `git archive` of its commit (meson setup -Dbuildtype=release
 # -Dfio_source=.../subprojects/fio-src). Everything runs under flock /tmp/coffer-bench.lock.
-# cpuop.sh and prof.sh are 2core-j's (socket name changed), arena_bench.c is new.
+# cpuop.sh and prof.sh are 2core-j's (run from there; perf9 first ran a copy that differed only in
+# the socket name), arena_bench.c is new.
 set -u
 base=$(cd "$1" && pwd) new=$(cd "$2" && pwd) here=$(cd "$(dirname "$0")" && pwd)
 L=/tmp/coffer-bench.lock
 cd "$here"
 mkdir -p raw
 # 1. baseline.txt: cpuop.sh on BASE, three runs.
-for i in 1 2 3; do OUT=$here/raw flock $L ./cpuop.sh base0-$i "$base" ""; done >baseline.txt
+for i in 1 2 3; do OUT=$here/raw flock $L ../2core-j/cpuop.sh base0-$i "$base" ""; done >baseline.txt
 # 2. cpuop-ab.txt: cpuop.sh, BASE and NEW alternating, four pairs.
 for i in 1 2 3 4; do
-	OUT=$here/raw flock $L ./cpuop.sh base-r$i "$base" ""
-	OUT=$here/raw flock $L ./cpuop.sh new-r$i "$new" ""
+	OUT=$here/raw flock $L ../2core-j/cpuop.sh base-r$i "$base" ""
+	OUT=$here/raw flock $L ../2core-j/cpuop.sh new-r$i "$new" ""
 done >cpuop-ab.txt
 # 3. cpuop-rec.txt + the profiles (profile.txt): REC=1 (perf record -g -a for 2 s).
 for v in base new; do
 	d=$base
 	[ $v = new ] && d=$new
-	REC=1 OUT=$here/raw flock $L ./cpuop.sh rec-$v "$d" ""
+	REC=1 OUT=$here/raw flock $L ../2core-j/cpuop.sh rec-$v "$d" ""
 done >cpuop-rec.txt
 #    perf report -i raw/p-rec-V.data --comms coffer-store --percentage relative --sort sym
 #      --no-children -g none;  perf annotate -i raw/p-rec-V.data --stdio -s SYM
@@ -41,7 +42,7 @@ for i in 1 2 3 4; do
 	for v in base new; do
 		d=$base
 		[ $v = new ] && d=$new
-		COFFER_STORE_SPIN_US=0 OUT=$here/raw flock $L ./cpuop.sh ss0-$v-$i "$d" ""
+		COFFER_STORE_SPIN_US=0 OUT=$here/raw flock $L ../2core-j/cpuop.sh ss0-$v-$i "$d" ""
 	done
 done >cpuop-storespin0.txt
 # 8. (lead, after the helpers stopped; load 1.2-2.0, nothing else running) nj-ab.txt and
