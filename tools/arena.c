@@ -293,6 +293,24 @@ static inline unsigned int quick_class(uint64_t size)
 	return (unsigned int)(size / COFFER_ARENA_ALIGN) - 1;
 }
 
+/* Take the most recently freed block off quick list @c (NULL when empty); used and nalloc
+ * are the caller's. */
+static struct coffer__ablk *quick_pop(struct coffer__arena *a, unsigned int c)
+{
+	struct coffer__ablk *b = a->quick[c];
+
+	if (b == NULL)
+		return NULL;
+	a->quick[c] = b->next_free;
+	if (b->next_free == NULL)
+		a->qmap[c / 64] &= ~(1ull << (c % 64));
+	b->next_free = NULL;
+	b->quick = false;
+	a->nquick--;
+	a->qbytes -= b->size;
+	return b;
+}
+
 int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out)
 {
 	uint64_t align = COFFER_ARENA_ALIGN;
@@ -303,23 +321,11 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 	if (size > a->capacity)
 		return -E2BIG;
 	size = (size + COFFER_ARENA_ALIGN - 1) & ~(uint64_t)(COFFER_ARENA_ALIGN - 1);
-	if (size <= COFFER_ARENA_QUICK_MAX) {
-		unsigned int c = quick_class(size);
-
-		b = a->quick[c];
-		if (b != NULL) {
-			a->quick[c] = b->next_free;
-			if (b->next_free == NULL)
-				a->qmap[c / 64] &= ~(1ull << (c % 64));
-			b->next_free = NULL;
-			b->quick = false;
-			a->nquick--;
-			a->qbytes -= size;
-			a->used += size;
-			a->nalloc++;
-			*out = b;
-			return 0;
-		}
+	if (size <= COFFER_ARENA_QUICK_MAX && (b = quick_pop(a, quick_class(size))) != NULL) {
+		a->used += size;
+		a->nalloc++;
+		*out = b;
+		return 0;
 	}
 	if (size >= COFFER_ARENA_LARGE)
 		align = COFFER_ARENA_LARGE;
@@ -396,20 +402,12 @@ void coffer__arena_flush(struct coffer__arena *a)
 		return;
 	a->flushes++;
 	for (w = 0; w < COFFER_ARENA_QUICK_CLASSES / 64; w++) {
-		while (a->qmap[w] != 0) {
+		while (a->qmap[w] != 0) { /* quick_pop() clears a class's bit with its last */
 			unsigned int c = w * 64 + (unsigned int)__builtin_ctzll(a->qmap[w]);
-			struct coffer__ablk *b = a->quick[c], *n;
+			struct coffer__ablk *b;
 
-			for (; b != NULL; b = n) {
-				n = b->next_free;
-				b->next_free = NULL;
-				b->quick = false;
-				a->nquick--;
-				a->qbytes -= b->size;
+			while ((b = quick_pop(a, c)) != NULL)
 				coalesce(a, b);
-			}
-			a->quick[c] = NULL;
-			a->qmap[w] &= ~(1ull << (c % 64));
 		}
 	}
 }

@@ -508,6 +508,16 @@ static void note_create(struct store *st, const struct coffer_req *req,
 		st->spin_until = until;
 }
 
+/* Answer @req at once with @status (nothing executed). */
+static void refuse_now(const struct coffer_req *req, int status, struct coffer_rep *rep,
+		       int *immediate)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->tag = req->tag;
+	rep->status = status;
+	*immediate = 1;
+}
+
 /* Check and execute one socket request (the ring path batches: chan_drain()). */
 static void exec_one(struct store *st, struct sess *s, const struct coffer_req *req, uint32_t route,
 		     struct coffer_rep *rep, int *immediate)
@@ -515,10 +525,7 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 	int rc = coffer__req_check(req);
 
 	if (rc != 0) {
-		memset(rep, 0, sizeof(*rep));
-		rep->tag = req->tag;
-		rep->status = rc;
-		*immediate = 1;
+		refuse_now(req, rc, rep, immediate);
 		return;
 	}
 	/* A get that may wait on the socket needs the buffer its deferred reply goes through:
@@ -527,10 +534,7 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 	if (req->op == COFFER_OP_GET && req->timeout_us != 0 && s->sock_reps == NULL) {
 		s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
 		if (s->sock_reps == NULL) {
-			memset(rep, 0, sizeof(*rep));
-			rep->tag = req->tag;
-			rep->status = -ENOMEM;
-			*immediate = 1;
+			refuse_now(req, -ENOMEM, rep, immediate);
 			return;
 		}
 	}
@@ -606,9 +610,7 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 			c->req_cons++;
 			n++;
 			if (rc != 0) {
-				memset(&rep, 0, sizeof(rep));
-				rep.tag = reqs[j].tag;
-				rep.status = rc;
+				refuse_now(&reqs[j], rc, &rep, &imm);
 			} else {
 				imm = coffer__ot_exec_hashed(st->ot, &s->owner, &reqs[j], hash[j],
 							     c->id + 1, &rep);
