@@ -858,6 +858,8 @@ static void fill_info(struct store *st, struct coffer_store_info *info)
 	info->index_objects = ots.index_live;
 	info->index_unplaced = ots.index_unplaced;
 	info->second_chances = ots.second_chances;
+	info->quick_blocks = ots.quick_blocks;
+	info->quick_bytes = ots.quick_bytes;
 }
 
 static void handle_request(struct store *st, struct sess *s, const unsigned char *body,
