@@ -3,7 +3,8 @@
  * tests/store/arena_test.c - unit tests of the store's TLSF arena allocator: alignment,
  * exact byte accounting after every operation, coalescing back to one block, bounded
  * fragmentation (a request fails only when no free block is within the class rounding of
- * it), the capacity-sized object, and deferred coalescing: quick-list reuse, flush before
+ * it), a fit found in the request's own class (below the rounding: the bounded scan), the
+ * capacity-sized object, and deferred coalescing: quick-list reuse, flush before
  * -ENOMEM, the quick-list bounds, and a randomized sequence checked against a model.
  */
 #include <errno.h>
