@@ -60,6 +60,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -221,16 +222,35 @@ static struct coffer__chanv *chanv_without(const struct coffer__chanv *old,
 
 /* ---- ring helpers ----------------------------------------------------------------------- */
 
+/*
+ * Rings the store's request doorbell @fd (an eventfd) without blocking: a full counter
+ * (0xfffffffffffffffe) already means "readable", a wake-up is pending, so nothing needs
+ * writing then; poll(2) with a zero timeout tells (POLLOUT: not full). The write alone is
+ * not enough: O_NONBLOCK belongs to the open file description, which the store created and
+ * shares, so a store that clears it (or passes the eventfd without it) and fills the counter
+ * would make write(2) sleep until someone reads - forever, holding every thread that rings.
+ * Setting O_NONBLOCK ourselves would not help: the store can clear it again at any time.
+ * What remains: a store that fills the counter in the instant between our poll and our
+ * write can block that one write; no timer bounds it (a signal-based bound like the store's
+ * wake_efd() is not something a library may install). An honest store creates it
+ * EFD_NONBLOCK and only reads it (tools/store.c). A dead store is found by the connection
+ * monitor, not here.
+ */
 static void chan_ring_bell(int fd)
 {
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
 	uint64_t one = 1;
 	ssize_t r;
+	int n;
 
-	/* A full eventfd counter (EAGAIN) still means "readable": the peer wakes anyway. A dead
-	 * store is found by the connection monitor, not here. */
+	do
+		n = poll(&p, 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n == 0 || (n > 0 && !(p.revents & POLLOUT)))
+		return; /* full: the store is woken anyway */
 	do
 		r = write(fd, &one, sizeof(one));
-	while (r < 0 && errno == EINTR);
+	while (r < 0 && errno == EINTR); /* EAGAIN (full since): woken anyway */
 }
 
 /*

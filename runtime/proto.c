@@ -32,7 +32,7 @@ _Static_assert(sizeof(struct coffer_chan_open) == 8, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_open_reply) == 32, "wire layout");
 _Static_assert(sizeof(struct coffer_chan_close) == 8, "wire layout");
 _Static_assert(sizeof(struct coffer_msg_error) == 128, "wire layout");
-_Static_assert(sizeof(struct coffer_store_info) == 112, "wire layout");
+_Static_assert(sizeof(struct coffer_store_info) == 128, "wire layout");
 _Static_assert(COFFER_MSG_MAX_BYTES ==
 		   sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_req),
 	       "largest message");

@@ -62,7 +62,7 @@
 #include <coffer/store.h>
 
 #define COFFER_PROTO_MAGIC   0x52464643u /* "CFFR" read as little-endian bytes */
-#define COFFER_PROTO_VERSION 6u
+#define COFFER_PROTO_VERSION 7u
 
 enum coffer_msg_type {
 	COFFER_MSG_HELLO = 1,

@@ -11,11 +11,19 @@
  * - Classes: sizes are counted in 64-byte units u. u < 16 is class (0, u); otherwise with
  *   k = floor(log2 u), class (k - 3, the 4 bits of u below its top bit). A request is rounded
  *   UP to its class boundary before the search, so any block on a found list fits (good fit:
- *   waste per request < 1/16 of it, the fragmentation bound TLSF is known for).
+ *   waste per request < 1/16 of it, the fragmentation bound TLSF is known for). That search
+ *   skips the request's own class, whose blocks may be smaller than it; when it (and the
+ *   quick-list flush) found nothing, a linear scan of at most SCAN_MAX (64) blocks of the own
+ *   class list takes the first that holds the request (TLSF's search rounds up to stay O(1),
+ *   Masmano et al.; the scan is a constant-bounded fallback on the failure path only), so
+ *   -ENOMEM, which the object table answers by evicting, is not returned while the first
+ *   64 blocks of that list hold a fit. The hot paths (a quick-list hit, a good-fit hit) do
+ *   not reach it.
  * - Large objects (>= 2 MiB) are placed at 2 MiB multiples (hugepage-aligned when the arena
  *   is hugepage-backed): the search asks for size + 2 MiB - 64 and trims the front; when that
- *   fails a bounded scan (64 blocks) looks for a smaller block that still fits aligned, so an
- *   object as large as the whole arena can be placed in an empty one.
+ *   fails a bounded scan (SCAN_MAX, 64 blocks, from the request's own class up) looks for a
+ *   smaller block that still fits aligned, so an object as large as the whole arena can be
+ *   placed in an empty one.
  * - Metadata is private heap memory of the store; clients can scribble over the arena's
  *   bytes without affecting it.
  * - Deferred coalescing of small blocks (quick lists). An immediate-coalescing free of a
@@ -55,6 +63,7 @@
 #include "tools/arena.h"
 
 #define SPARE_MAX 4096 /* block records cached for reuse */
+#define SCAN_MAX  64   /* free blocks a fallback scan (own class, aligned) examines */
 
 static inline int fls64(uint64_t x)
 {
@@ -233,12 +242,13 @@ static int split_tail(struct coffer__arena *a, struct coffer__ablk *b, uint64_t 
 	return 0;
 }
 
-/* Bounded scan for a block that can hold @size at an @align-aligned offset. */
+/* Bounded scan for a block that can hold @size at an @align-aligned offset. It starts at
+ * @size's own class (not its rounded one): a block there of at least @size bytes may fit. */
 static struct coffer__ablk *scan_aligned(struct coffer__arena *a, uint64_t size, uint64_t align)
 {
-	int fl, sl, budget = 64;
+	int fl, sl, budget = SCAN_MAX;
 
-	mapping_insert(round_to_class(size), &fl, &sl);
+	mapping_insert(size, &fl, &sl);
 	while (budget > 0 && find_class(a, &fl, &sl)) {
 		struct coffer__ablk *b;
 
@@ -288,6 +298,25 @@ static struct coffer__ablk *find_block(struct coffer__arena *a, uint64_t size, u
 	return b;
 }
 
+/* Fallback after the good-fit search (and the flush) found nothing: the first of at most
+ * SCAN_MAX blocks on @size's own class list that holds @size (64-byte multiple), or NULL.
+ * The good-fit search skips that list because some of its blocks are smaller than @size;
+ * without this scan a request whose only fit is there fails -ENOMEM and its caller evicts
+ * for nothing. */
+static struct coffer__ablk *scan_own_class(struct coffer__arena *a, uint64_t size)
+{
+	struct coffer__ablk *b;
+	int fl, sl, budget = SCAN_MAX;
+
+	mapping_insert(size, &fl, &sl);
+	if (fl >= COFFER_ARENA_FL_COUNT)
+		return NULL;
+	for (b = a->heads[fl][sl]; b != NULL && budget > 0; b = b->next_free, budget--)
+		if (b->size >= size)
+			return b;
+	return NULL;
+}
+
 static inline unsigned int quick_class(uint64_t size)
 {
 	return (unsigned int)(size / COFFER_ARENA_ALIGN) - 1;
@@ -334,6 +363,8 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 		coffer__arena_flush(a);
 		b = find_block(a, size, align);
 	}
+	if (b == NULL && align == COFFER_ARENA_ALIGN)
+		b = scan_own_class(a, size);
 	if (b == NULL)
 		return -ENOMEM;
 	/* Reserve both possible record splits before touching the lists, so a metadata

@@ -86,8 +86,10 @@ void coffer__arena_fini(struct coffer__arena *a);
  *
  * A size <= COFFER_ARENA_QUICK_MAX is served from its quick list first (O(1), the most
  * recently freed block of exactly that size). When neither that nor the TLSF search finds
- * a block, the quick lists are flushed (coalesced) and the search is repeated, so -ENOMEM
- * means that no block fits even with every free byte coalesced: a caller may evict on it.
+ * a block, the quick lists are flushed (coalesced) and the search is repeated, then the
+ * request's own class list (whose blocks the rounded-up search skips) is scanned, at most
+ * 64 blocks; so -ENOMEM means that no block fits even with every free byte coalesced
+ * (within that scan's bound): a caller may evict on it.
  * Return: 0; -EINVAL (size 0); -E2BIG (larger than the capacity: can never fit); -ENOMEM (no
  * free block fits now, or metadata allocation failed).
  */

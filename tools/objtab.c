@@ -1492,6 +1492,8 @@ void coffer__ot_stats(const struct coffer__ot *ot, struct coffer__ot_stats *st)
 	st->reserved = ot->nresv;
 	st->reserved_bytes = ot->resv_bytes;
 	st->second_chances = ot->second_chances;
+	st->quick_blocks = ot->arena.nquick;
+	st->quick_bytes = ot->arena.qbytes;
 	st->index_slots = ot->index != NULL ? (uint64_t)ot->index_mask + 1 : 0;
 }
 

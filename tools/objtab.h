@@ -45,6 +45,8 @@ struct coffer__ot_stats {
 	uint64_t reserved_bytes; /* their arena bytes (block sizes, rounded) */
 	uint64_t index_slots;	 /* slots of the shared index (0: none) */
 	uint64_t second_chances; /* objects eviction passed over (used or read since last) */
+	uint64_t quick_blocks;	 /* free arena blocks on the quick lists (tools/arena.h) */
+	uint64_t quick_bytes;	 /* their bytes (free, not in used) */
 };
 
 /**

@@ -84,7 +84,9 @@ static const char usage[] =
     "Waits up to COFFER_STORE_TIMEOUT_MS (milliseconds, default 10000) for the answer.\n"
     "'clients' counts coffer-stat's own connection; 'used' includes sealed,\n"
     "unreferenced objects the store may evict (a cache, not a leak), and blocks\n"
-    "reserved and not yet put (also shown apart as reserved_bytes).\n";
+    "reserved and not yet put (also shown apart as reserved_bytes). Free bytes\n"
+    "(capacity - used) include quick_bytes: small freed blocks not yet coalesced,\n"
+    "reused at once for a request of the same size, coalesced when one fits nowhere.\n";
 
 int main(int argc, char **argv)
 {
@@ -195,12 +197,14 @@ int main(int argc, char **argv)
 		       ",\"evicted_bytes\":%" PRIu64 ",\"hugepages\":%s,\"protocol_version\":%u"
 		       ",\"reserved_blocks\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
 		       ",\"index_slots\":%" PRIu64 ",\"index_objects\":%" PRIu64
-		       ",\"index_unplaced\":%" PRIu64 ",\"second_chances\":%" PRIu64 "}\n",
+		       ",\"index_unplaced\":%" PRIu64 ",\"second_chances\":%" PRIu64
+		       ",\"quick_blocks\":%" PRIu64 ",\"quick_bytes\":%" PRIu64 "}\n",
 		       info.capacity_bytes, info.used_bytes, info.objects_created,
 		       info.objects_sealed, info.clients, info.evictions, info.evicted_bytes,
 		       info.hugepages ? "true" : "false", info.version, info.reserved_blocks,
 		       info.reserved_bytes, info.index_slots, info.index_objects,
-		       info.index_unplaced, info.second_chances);
+		       info.index_unplaced, info.second_chances, info.quick_blocks,
+		       info.quick_bytes);
 		return 0;
 	}
 	printf("%-18s %s\n", "socket", path);
@@ -221,5 +225,7 @@ int main(int argc, char **argv)
 	printf("%-18s %" PRIu64 "\n", "index_objects", info.index_objects);
 	printf("%-18s %" PRIu64 "\n", "index_unplaced", info.index_unplaced);
 	printf("%-18s %" PRIu64 "\n", "second_chances", info.second_chances);
+	printf("%-18s %" PRIu64 "\n", "quick_blocks", info.quick_blocks);
+	printf("%-18s %" PRIu64 "\n", "quick_bytes", info.quick_bytes);
 	return 0;
 }

@@ -530,11 +530,20 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 	}
 	/* A get that may wait on the socket needs the buffer its deferred reply goes through:
 	 * allocated now, so that running out of memory refuses this get, instead of closing
-	 * the client when the reply comes (deliver()). */
+	 * the client when the reply comes (deliver()). Only one that would wait: a get of a
+	 * present, sealed object is answered now and needs no buffer, so without one it is
+	 * executed as a get that does not wait (timeout 0), whose -ENOENT - the object is
+	 * absent or unsealed, and this get would have waited - changed nothing and becomes
+	 * the -ENOMEM refusal. */
 	if (req->op == COFFER_OP_GET && req->timeout_us != 0 && s->sock_reps == NULL) {
 		s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
 		if (s->sock_reps == NULL) {
-			refuse_now(req, -ENOMEM, rep, immediate);
+			struct coffer_req now = *req;
+
+			now.timeout_us = 0;
+			*immediate = coffer__ot_exec(st->ot, &s->owner, &now, route, rep);
+			if (rep->status == -ENOENT)
+				refuse_now(req, -ENOMEM, rep, immediate);
 			return;
 		}
 	}
@@ -849,6 +858,8 @@ static void fill_info(struct store *st, struct coffer_store_info *info)
 	info->index_objects = ots.index_live;
 	info->index_unplaced = ots.index_unplaced;
 	info->second_chances = ots.second_chances;
+	info->quick_blocks = ots.quick_blocks;
+	info->quick_bytes = ots.quick_bytes;
 }
 
 static void handle_request(struct store *st, struct sess *s, const unsigned char *body,

@@ -101,6 +101,12 @@ struct coffer_store_info {
 	uint64_t second_chances;  /* objects eviction passed over since start: sealed or
 				   * released, or read through the index, since they
 				   * were last passed over (a CLOCK second chance) */
+	/* since protocol v7: */
+	uint64_t quick_blocks; /* freed small blocks held uncoalesced on the arena's quick
+				* lists (free: not in used_bytes) until the next flush */
+	uint64_t quick_bytes;  /* their bytes: part of capacity_bytes - used_bytes, reused at
+				* once only by a request of the same size; at most 1/16 of
+				* the capacity */
 };
 
 /**
@@ -183,7 +189,8 @@ COFFER_API int coffer_flush(coffer_handle_t connh);
  * @connh: a connection handle.
  * @info: out: capacity, used bytes, objects by state, clients, evictions, hugepages,
  *        protocol version, reserved blocks and bytes, the object index's slots, objects
- *        and unplaced seals (see struct coffer_store_info).
+ *        and unplaced seals, second chances, quick-listed free blocks and bytes (see
+ *        struct coffer_store_info).
  *
  * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
  * such connection); -ENOTCONN (store gone, or the connection was given up on earlier);

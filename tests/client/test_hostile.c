@@ -33,6 +33,9 @@
  * answer -EPROTO or -EAGAIN at once, copy nothing outside the arena and never hang; ones
  * whose index does not fit what HELLO_REPLY announces (a slot count not a power of two, a
  * file shorter than the slots, a pipe, a count whose bytes overflow) are refused at connect.
+ * A fake whose request doorbell blocks a write (O_NONBLOCK cleared at HELLO or after the
+ * channel opened, counter full, store "sleeping") must not hold the client thread that
+ * rings it: its request is still answered (the fake polls its ring).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +46,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -86,7 +90,21 @@ struct fake {
 	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
 	atomic_int
 	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
-	atomic_int query_fd; /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int full_bell; /* enum fake_full_bell: a request doorbell whose write blocks */
+};
+
+/*
+ * A request doorbell that blocks the client's write: the eventfd without O_NONBLOCK and its
+ * counter at 0xfffffffffffffffe (the most it holds), with the doorbell page saying the store
+ * sleeps, so the client rings it at its first request. The fake answers its ring without
+ * the doorbell (it polls the ring every millisecond).
+ */
+enum fake_full_bell {
+	FB_NONE = 0,
+	FB_AT_HELLO,	    /* passed like that in HELLO_REPLY */
+	FB_AT_CHANNEL_OPEN, /* O_NONBLOCK cleared and the counter filled after the client
+			     * connected (the file description is shared: the store can) */
 };
 
 /*
@@ -404,6 +422,17 @@ static int fake_access(const struct fake *f)
 	return fd;
 }
 
+/* Make @bell's write block: O_NONBLOCK cleared, counter at its maximum. 0 or -1. */
+static int fake_fill_bell(int bell)
+{
+	uint64_t full = 0xfffffffffffffffeull;
+	int fl = fcntl(bell, F_GETFL);
+
+	if (fl < 0 || fcntl(bell, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return -1;
+	return write(bell, &full, sizeof(full)) == sizeof(full) ? 0 : -1;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
@@ -460,7 +489,7 @@ static void *fake_main(void *arg)
 	} else {
 		bell = eventfd(0, EFD_CLOEXEC);
 	}
-	if (bell < 0)
+	if (bell < 0 || (f->full_bell == FB_AT_HELLO && fake_fill_bell(bell) < 0))
 		goto fail;
 	{
 		/* index_slots 0 (IX_NONE): the fourth and fifth fds (the object index and its
@@ -475,9 +504,10 @@ static void *fake_main(void *arg)
 		if (fake_index(f, &hello, &out[3]) < 0)
 			goto fail;
 		if (out[1] < 0 ||
-		    (f->bad_bell && pwrite(out[1], &sleeping, sizeof(sleeping),
-					   offsetof(struct coffer_doorbell, store_sleeping)) !=
-					sizeof(sleeping)) ||
+		    ((f->bad_bell || f->full_bell) &&
+		     pwrite(out[1], &sleeping, sizeof(sleeping),
+			    offsetof(struct coffer_doorbell, store_sleeping)) !=
+			 sizeof(sleeping)) ||
 		    out[3] < 0 || out[4] < 0)
 			goto fail;
 		if (f->hello_fds == 1) {
@@ -527,6 +557,8 @@ static void *fake_main(void *arg)
 		goto fail;
 	if (f->bad_chan_id)
 		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
+	if (f->full_bell == FB_AT_CHANNEL_OPEN && fake_fill_bell(bell) < 0)
+		goto fail;
 	if (fake_send(sock, COFFER_MSG_CHANNEL_OPEN_REPLY, &cor, sizeof(cor), &seg, 1) < 0)
 		goto fail;
 	if (f->bad_chan_id) { /* answer CHANNEL_CLOSE (of that id) until the client hangs up */
@@ -676,6 +708,26 @@ static int setup_hello_fds(void **state, int mode)
 	if (rc == 0)
 		((struct fake *)*state)->hello_fds = mode;
 	return rc;
+}
+
+static int setup_full_bell(void **state, int mode)
+{
+	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
+
+	/* before the fake answers (it waits for our HELLO) */
+	if (rc == 0)
+		((struct fake *)*state)->full_bell = mode;
+	return rc;
+}
+
+static int setup_full_bell_at_hello(void **state)
+{
+	return setup_full_bell(state, FB_AT_HELLO);
+}
+
+static int setup_full_bell_at_open(void **state)
+{
+	return setup_full_bell(state, FB_AT_CHANNEL_OPEN);
 }
 
 static int setup_hello_swapped(void **state)
@@ -978,6 +1030,48 @@ static void test_same_segment_id(void **state)
 	assert_int_equal(((struct fake *)bstate)->errors, 0);
 	assert_int_equal(a->errors, 0);
 	teardown(&bstate);
+}
+
+static void stuck_in_bell(int sig)
+{
+	static const char msg[] = "test_full_bell: the client is still stuck after 20 s (its "
+				  "write to the store's request doorbell blocks)\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * A store whose request doorbell blocks a write (an eventfd without O_NONBLOCK, its counter
+ * full: anyone holding it can do that) must not hold a client thread that rings it. A full
+ * counter means a wake-up is already pending, so the client need not write; the request is
+ * answered (the fake polls its ring). Both when the doorbell comes like that in
+ * HELLO_REPLY and when the store clears O_NONBLOCK on the shared file description after
+ * the client connected. The client used to block in write(2) for good: the alarm is the
+ * hang guard (the answer itself takes milliseconds).
+ */
+static void test_full_bell(void **state)
+{
+	struct fake *f = *state;
+	struct sigaction sa = {.sa_handler = stuck_in_bell};
+	coffer_handle_t c, eq;
+	const void *data = NULL;
+
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(20);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &data), 0);
+	assert_int_equal(get_greeting(c, eq, &data), 0); /* rings again: still full */
+	assert_memory_equal(data, "hello-fake", 10);
+	alarm(0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
 }
 
 /* A store rewriting ID 4's slot as fast as it can (same fields: every version is honest). */
@@ -1333,6 +1427,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

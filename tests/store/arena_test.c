@@ -3,7 +3,8 @@
  * tests/store/arena_test.c - unit tests of the store's TLSF arena allocator: alignment,
  * exact byte accounting after every operation, coalescing back to one block, bounded
  * fragmentation (a request fails only when no free block is within the class rounding of
- * it), the capacity-sized object, and deferred coalescing: quick-list reuse, flush before
+ * it), a fit found in the request's own class (below the rounding: the bounded scan), the
+ * capacity-sized object, and deferred coalescing: quick-list reuse, flush before
  * -ENOMEM, the quick-list bounds, and a randomized sequence checked against a model.
  */
 #include <errno.h>
@@ -173,6 +174,49 @@ static void test_capacity_sized_large_object(void **state)
 	assert_int_equal(coffer__arena_check(&a), 0);
 	coffer__arena_free(&a, c);
 	coffer__arena_free(&a, b);
+	coffer__arena_flush(&a);
+	assert_int_equal(a.nfree, 1);
+	coffer__arena_fini(&a);
+}
+
+/* The only fitting free block lies in the request's own class (larger than the request,
+ * below the class boundary the good-fit search rounds up to): it is found, not -ENOMEM,
+ * for a small request and for a 2 MiB-aligned large one. */
+static void test_fit_in_own_class(void **state)
+{
+	struct coffer__arena a;
+	struct coffer__ablk *f, *rest, *b;
+
+	(void)state;
+	/* 4160 bytes (65 units) is in class [64, 68) units, searched from 68 units up; the free
+	 * block is 4224 bytes (66 units). */
+	assert_int_equal(coffer__arena_init(&a, 1 * MiB), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4224, &f), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 1 * MiB - 4224, &rest), 0);
+	coffer__arena_free(&a, f); /* onto its quick list: the flush puts it in TLSF */
+	assert_int_equal(coffer__arena_alloc(&a, 4160, &b), 0);
+	assert_int_equal(b->off, 0);
+	assert_int_equal(b->size, 4160);
+	assert_int_equal(a.used, 1 * MiB - 64);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_free(&a, b);
+	coffer__arena_free(&a, rest);
+	coffer__arena_flush(&a);
+	assert_int_equal(a.nfree, 1);
+	coffer__arena_fini(&a);
+
+	/* Large: class [2 MiB, 2 MiB + 128 KiB); the free block is 2 MiB + 64 KiB at offset
+	 * 0 (aligned), the request 2 MiB + 32 KiB. */
+	assert_int_equal(coffer__arena_init(&a, 4 * MiB), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB + 64 * 1024, &f), 0);
+	assert_int_equal(f->off, 0);
+	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB - 64 * 1024, &rest), 0);
+	coffer__arena_free(&a, f);
+	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB + 32 * 1024, &b), 0);
+	assert_int_equal(b->off, 0);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_free(&a, b);
+	coffer__arena_free(&a, rest);
 	coffer__arena_flush(&a);
 	assert_int_equal(a.nfree, 1);
 	coffer__arena_fini(&a);
@@ -441,6 +485,7 @@ int main(void)
 	    cmocka_unit_test(test_alignment_and_accounting),
 	    cmocka_unit_test(test_bounded_fragmentation),
 	    cmocka_unit_test(test_capacity_sized_large_object),
+	    cmocka_unit_test(test_fit_in_own_class),
 	    cmocka_unit_test(test_quick_reuse),
 	    cmocka_unit_test(test_flush_on_failure),
 	    cmocka_unit_test(test_quick_bounds),

@@ -231,6 +231,46 @@ static void test_eviction_promotes_replacement_and_creator_dies(void **state)
 	coffer__ot_destroy(ot);
 }
 
+/* A create whose only fitting free block is in its own size class (bigger than the
+ * request, below the class boundary the arena's good-fit search rounds up to) is placed
+ * there without evicting anything: the arena used to answer -ENOMEM and the table evicted
+ * until two freed neighbours coalesced. */
+static void test_create_fits_own_class_evicts_nothing(void **state)
+{
+	struct coffer__owner a;
+	struct coffer__ot *ot;
+	struct coffer__ot_stats st;
+	struct coffer_rep rep, hole;
+	uint8_t id;
+
+	(void)state;
+	ot_new(&ot); /* CAP 64 KiB = 1024 units of 64 bytes */
+	coffer__ot_owner_init(&a);
+	for (id = 1; id <= 15; id++) { /* 15 x 4224 (66 units) + 2176 fill it, all evictable */
+		assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, id, 4224, 0, 0, &rep), 0);
+		assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, id, 0, COFFER_SEAL_RELEASE, 0, NULL),
+				 0);
+		if (id == 8)
+			hole = rep;
+	}
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 16, CAP - 15 * 4224, 0, 0, NULL), 0);
+	assert_int_equal(ex(ot, &a, COFFER_OP_SEAL, 16, 0, COFFER_SEAL_RELEASE, 0, NULL), 0);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.used, CAP);
+	assert_int_equal(ex(ot, &a, COFFER_OP_DELETE, 8, 0, 0, 0, NULL), 0);
+	/* 4160 bytes (65 units): class [64, 68) units, the free block 66 units. */
+	assert_int_equal(ex(ot, &a, COFFER_OP_CREATE, 100, 4160, 0, 0, &rep), 0);
+	assert_int_equal(rep.offset, hole.offset);
+	coffer__ot_stats(ot, &st);
+	assert_int_equal(st.evictions, 0);
+	coffer__ot_owner_gone(ot, &a);
+	for (id = 1; id <= 16; id++)
+		(void)ex(ot, &a, COFFER_OP_DELETE, id, 0, 0, 0, NULL);
+	(void)ex(ot, &a, COFFER_OP_DELETE, 100, 0, 0, 0, NULL);
+	empty_at_end(ot);
+	coffer__ot_destroy(ot);
+}
+
 /* Deferred coalescing (tools/arena.c, quick lists) must not cost evictions: deleted
  * objects' blocks wait uncoalesced on quick lists, and a create that fits only in their
  * coalesced space gets it without evicting anything, though evictable objects exist. */
@@ -967,6 +1007,7 @@ int main(void)
 	    cmocka_unit_test(test_eviction_promotes_replacement_and_creator_dies),
 	    cmocka_unit_test(test_create_seal_fast_paths),
 	    cmocka_unit_test(test_create_fits_after_flush_evicts_nothing),
+	    cmocka_unit_test(test_create_fits_own_class_evicts_nothing),
 	    cmocka_unit_test(test_index_reads_keep_objects_cached),
 	    cmocka_unit_test(test_marks_cost_one_pass_per_request),
 	    cmocka_unit_test(test_waiters_expire_in_order_and_drop_with_route),

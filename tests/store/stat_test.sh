@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/store/stat_test.sh STORE_BIN STAT_BIN - coffer-stat as a user runs it:
 #  - --json is valid JSON (python3's parser) for a socket path holding '"', '\' and a tab,
-#    and names that path exactly;
+#    and names that path exactly; it and the table show the arena's quick-listed blocks and
+#    bytes (v7; values after deletes: store-semantics / test_stat_reports_quick_lists);
 #  - against a stopped store (SIGSTOP) it gives up after COFFER_STORE_TIMEOUT_MS, as every
 #    client does (README.md "Linking a client"), not after a fixed 10 s;
 #  - a COFFER_STORE_TIMEOUT_MS that is not a number in range is refused (exit 2);
@@ -31,8 +32,20 @@ with open(sys.argv[1]) as f:
     d = json.load(f)
 assert d["socket"] == sys.argv[2], (d["socket"], sys.argv[2])
 assert d["capacity_bytes"] >= 4 << 20, d
+# v7: the arena's quick-listed free blocks, within the free bytes
+assert d["quick_blocks"] == 0 and d["quick_bytes"] == 0, d
+assert d["quick_bytes"] <= d["capacity_bytes"] - d["used_bytes"], d
 print("json ok:", d["socket"])
 PY
+# the table shows them too
+"$stat_bin" -s "$sock" >"$tmp/stat.txt"
+for f in quick_blocks quick_bytes; do
+	grep -q "^$f  *0\$" "$tmp/stat.txt" || {
+		echo "table: no '$f 0' line:" >&2
+		cat "$tmp/stat.txt" >&2
+		exit 1
+	}
+done
 
 # no store there: say so as coffer_connect() does, with its hint, not ENOENT's bare
 # "No such file or directory"
