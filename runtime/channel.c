@@ -988,7 +988,7 @@ static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply
 		return -EPROTO;
 	p = mmap(NULL, r->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, segfd, 0);
 	if (p == MAP_FAILED)
-		return -errno;
+		return coffer__map_errno(errno);
 	ch->shm = p;
 	ch->shm_bytes = r->shm_bytes;
 	ch->reqs = (struct coffer_req *)((uint8_t *)p + r->req_off);

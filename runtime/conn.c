@@ -195,12 +195,12 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 	}
 	p = mmap(NULL, bytes, PROT_READ, flags, fd, 0);
 	if (p == MAP_FAILED) {
-		rc = -errno;
+		rc = coffer__map_errno(errno);
 		goto out;
 	}
 	a = mmap(NULL, abytes, PROT_READ | PROT_WRITE, flags, access_fd, 0);
 	if (a == MAP_FAILED) {
-		rc = errno == EACCES ? -EPROTO : -errno; /* a read-only file */
+		rc = coffer__map_errno(errno); /* EACCES: a read-only file */
 		munmap(p, bytes);
 		goto out;
 	}
@@ -263,7 +263,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 	}
 	p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (p == MAP_FAILED) {
-		rc = -errno;
+		/* a read-only arena fd (EACCES) is the store's fault, not a refusal */
+		rc = coffer__map_errno(errno);
 		free(s);
 		goto out;
 	}
@@ -594,7 +595,7 @@ static int doorbell_map(int fd, struct coffer_doorbell **db)
 		return -EPROTO;
 	p = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return errno == ENOMEM ? -ENOMEM : -EPROTO;
+		return coffer__map_errno(errno);
 	*db = p;
 	return 0;
 }

@@ -86,8 +86,31 @@ struct fake {
 	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
 	atomic_int
 	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
-	atomic_int query_fd; /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int read_only; /* enum fake_ro: the file the fake passes opened read-only */
 };
+
+/* Which file the fake passes through a read-only descriptor (sealed and big enough, so only
+ * the client's mmap(PROT_WRITE) fails: EACCES). */
+enum fake_ro {
+	RO_NONE = 0,
+	RO_ARENA, /* HELLO_REPLY's arena */
+	RO_CHAN,  /* CHANNEL_OPEN_REPLY's rings */
+};
+
+/* A read-only descriptor of the file @fd names (consumes @fd), or -1. */
+static int reopen_read_only(int fd)
+{
+	char p[64];
+	int ro;
+
+	if (fd < 0)
+		return -1;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	ro = open(p, O_RDONLY | O_CLOEXEC);
+	close(fd);
+	return ro;
+}
 
 /*
  * Which of the files the fake passes for mapping it leaves unsealed, so that it can shrink
@@ -449,6 +472,8 @@ static void *fake_main(void *arg)
 	base = mmap(NULL, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
 	if (base == MAP_FAILED)
 		goto fail;
+	if (f->read_only == RO_ARENA && (arena = reopen_read_only(arena)) < 0)
+		goto fail;
 	memcpy(base + 4096, f->greeting ? f->greeting : "hello-fake", 10);
 	if (f->bad_bell) { /* a client writing to it would die of SIGPIPE */
 		int p[2];
@@ -492,7 +517,8 @@ static void *fake_main(void *arg)
 		close(out[4]);
 	}
 	close(arena);
-	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds) {
+	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds ||
+	    f->read_only == RO_ARENA) {
 		/* the client must hang up, having mapped nothing / written nothing (or, with
 		 * IX_LIES, having read through the index only: no request) */
 		struct pollfd p = {.fd = sock, .events = POLLIN};
@@ -524,6 +550,8 @@ static void *fake_main(void *arg)
 		goto fail;
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
+		goto fail;
+	if (f->read_only == RO_CHAN && (seg = reopen_read_only(seg)) < 0)
 		goto fail;
 	if (f->bad_chan_id)
 		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
@@ -686,6 +714,26 @@ static int setup_hello_swapped(void **state)
 static int setup_hello_3fds(void **state)
 {
 	return setup_hello_fds(state, 2);
+}
+
+static int setup_read_only(void **state, int which)
+{
+	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
+
+	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
+	if (rc == 0)
+		((struct fake *)*state)->read_only = which;
+	return rc;
+}
+
+static int setup_read_only_arena(void **state)
+{
+	return setup_read_only(state, RO_ARENA);
+}
+
+static int setup_read_only_chan(void **state)
+{
+	return setup_read_only(state, RO_CHAN);
 }
 
 static int setup_shrink_arena(void **state)
@@ -1283,6 +1331,40 @@ static void test_shrinkable_rings_refused(void **state)
 }
 
 /*
+ * A store that passes its arena through a read-only descriptor: the client's shared writable
+ * mapping fails with EACCES, which coffer_connect() passed through as -EACCES, the code
+ * coffer/store.h and coffer_strerror() reserve for "refused: not the store's user or group".
+ * It is a store that broke the protocol: -EPROTO, with none of the passed fds kept.
+ */
+static void test_read_only_arena_refused(void **state)
+{
+	int before = count_fds();
+
+	expect_connect_refused(*state);
+	assert_int_equal(count_fds(), before);
+}
+
+/* The same for a channel's rings: the first request fails with -EPROTO (was -EACCES), the
+ * store's channel is closed again, and the connection stays usable. */
+static void test_read_only_rings_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
  * A hugetlbfs file cannot be sealed (coffer-store -d): the client accepts one whose size
  * covers the arena it announces, and reads through it (docs/protocol.md says what a hostile
  * store can still do with such a file).
@@ -1333,6 +1415,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_read_only_rings_refused, setup_read_only_chan,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
