@@ -635,6 +635,28 @@ static int conn_read_env(struct coffer__conn *conn)
 }
 
 /*
+ * What coffer_connect() reports for connect(2)'s @err (coffer/store.h). No store at the path
+ * is -ECONNREFUSED however the kernel says so: nothing there (ENOENT), a path through a
+ * regular file (ENOTDIR), or a socket of another type, which no coffer-store listens on
+ * (EPROTOTYPE: a SOCK_STREAM or datagram socket). A backlog that stayed full for the whole
+ * send timeout (EAGAIN) is -ETIMEDOUT. The rest (-EACCES, -ELOOP, ...) passes through.
+ */
+static int conn_connect_errno(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+	case EPROTOTYPE:
+	case ECONNREFUSED:
+		return -ECONNREFUSED;
+	case EAGAIN:
+		return -ETIMEDOUT;
+	default:
+		return -err;
+	}
+}
+
+/*
  * Opens @conn's socket to @path and connects it. The fd is in conn->sock from socket() on,
  * set under coffer__client_lock (which fork-prepare takes): a fork at any moment of the
  * connect finds it there, and the child closes it (test_fork_during_connect). Return: 0;
@@ -666,9 +688,7 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		while (rc < 0 && errno == EINTR);
 		if (rc < 0)
-			rc = errno == ENOENT   ? -ECONNREFUSED
-			     : errno == EAGAIN ? -ETIMEDOUT
-					       : -errno;
+			rc = conn_connect_errno(errno);
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);
