@@ -78,6 +78,14 @@ COFFER_API const char *coffer_strerror(int err)
 		/* Only coffer_connect(): struct sockaddr_un holds 107 bytes and a NUL. */
 		return "socket path too long (a Unix socket path holds at most 107 bytes: use a "
 		       "shorter path or COFFER_SOCKET)";
+	case ELOOP:
+		/* Only coffer_connect(), from connect(2) on the socket's path. */
+		return "too many symbolic links on the socket's path (a loop?): give the real "
+		       "path of coffer-store's socket";
+	case ENOBUFS:
+		/* Only coffer_connect(), from socket(2)/connect(2). */
+		return "the kernel had no buffer space for the socket to coffer-store (memory "
+		       "pressure): retry later";
 	case ENOSPC:
 		/* coffer_connect(): the store's epoll_ctl() refused to watch the new client
 		 * (max_user_watches); coffer_hhash_insert(): 2^60 cookies issued. */

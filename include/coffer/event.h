@@ -152,7 +152,9 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
  *
  * Return: 0; -EINVAL (@ev NULL, not initialised runtime, bad handle, @parent not initialised
  *         / a child / @ev itself / on another EQ); -ENOENT (EQ destroyed or never issued);
- *         -EBUSY (@ev is running, or @parent is not READY).
+ *         -EBUSY (@ev is running, or @parent is not READY; or, re-initialising, what
+ *         coffer_event_fini() of @ev refuses: a child of @ev running, or @ev a child whose
+ *         parent is not READY).
  * Context: any thread. Initialising or finalising children of one parent must not run
  *         concurrently with each other or with that parent's launch or fini (as in DAOS).
  * Lifetime: the event holds a reference on its EQ's memory until coffer_event_fini(); the
