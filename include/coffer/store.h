@@ -764,7 +764,7 @@ COFFER_API int coffer_obj_unreserve(coffer_handle_t connh, const void *data,
  * @ev: NULL (blocking) or an event.
  *
  * Return (or ev_error): 0; -EINVAL (@connh is not a connection handle, or NULL pointers);
- * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN.
+ * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN (@ev only).
  */
 COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
 				   bool *present, struct coffer_event *ev);
