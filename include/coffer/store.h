@@ -211,8 +211,9 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
  * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, @connh not a connection handle,
  * runtime not initialised); -ENOENT (no such connection: closed, or never opened);
  * -ENOTCONN (the connection is dead); -ENOMEM.
- * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
- * syscall, no store round trip.
+ * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no store
+ * round trip, and no syscall except when the calling thread's chunk of handle records is used
+ * up (an mmap(2) of the next one: 16 KiB, doubling up to a hugepage; -ENOMEM if it fails).
  * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
  * closing it (release them first, or disconnect).
  * Source: DAOS daos_obj_open (a local handle, no RPC).
