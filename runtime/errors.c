@@ -22,7 +22,10 @@ COFFER_API const char *coffer_strerror(int err)
 	case 0:
 		return "success";
 	case ENOENT:
-		return "no such handle or object (deleted, never issued, or not sealed in time)";
+		/* Also a release with no reference held, and a put or unreserve of a block that
+		 * is not this connection's reservation (store.h). */
+		return "no such handle, object, reference or reservation (deleted, never issued, "
+		       "not sealed in time, or not held by this connection)";
 	case EINVAL:
 		/* coffer_init()/coffer_connect() also say -EINVAL for a bad COFFER_* variable,
 		 * which no argument explains: coffer_env_check() names it. */
@@ -33,7 +36,8 @@ COFFER_API const char *coffer_strerror(int err)
 	case EBUSY:
 		return "busy: still in use or still running";
 	case ENOMEM:
-		return "out of memory (store full of pinned objects, or allocation failed)";
+		return "out of memory (store full of pinned objects, or an allocation failed in "
+		       "the client or in coffer-store)";
 	case E2BIG:
 		return "object larger than the store's capacity";
 	case EPERM:
