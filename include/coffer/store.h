@@ -251,6 +251,10 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    one slot per request; poll the EQ, then retry), -EBUSY (the event is not READY),
  *    -EINVAL (uninitialised event, or a parent event one of whose children is not launched
  *    yet).
+ *  - A bulk call (get_bulk, release_oid_bulk, release_data_bulk, reserve), blocking or not,
+ *    of more requests than the channel's ring holds fails with -EINVAL, nothing sent: it
+ *    could never be queued. Only a store that caps max_ring_entries below @n does that
+ *    (coffer-store allows 4096; libcoffer asks for 512).
  *  - Requests queued on an EQ's channel are published to the store as one batch when
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung

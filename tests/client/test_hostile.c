@@ -1365,6 +1365,49 @@ static void test_read_only_rings_refused(void **state)
 }
 
 /*
+ * A store may cap its rings as low as 8 entries (HELLO_REPLY max_ring_entries; the fake's
+ * are 8). A bulk call queues all of its @n requests or none, so one of more requests than
+ * the ring holds can never be queued: it returned -EAGAIN ("poll the EQ, then retry")
+ * every time, a retry loop that never ends. It is an argument out of range for that
+ * connection: -EINVAL, nothing sent (the fake would count a request it did not expect).
+ */
+static void test_bulk_above_ring(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oids[FAKE_ENTRIES + 1];
+	const void *ptrs[FAKE_ENTRIES + 1];
+	struct coffer_obj_buf bufs[FAKE_ENTRIES + 1];
+	void *blocks[FAKE_ENTRIES + 1];
+	struct coffer_event ev;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	memset(oids, 0, sizeof(oids));
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the channel is open and works */
+	for (unsigned int i = 0; i <= FAKE_ENTRIES; i++)
+		ptrs[i] = d;
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	for (int round = 0; round < 3; round++) { /* not "try again": it never fits */
+		assert_int_equal(coffer_obj_get_bulk(c, oids, FAKE_ENTRIES + 1, 0, bufs, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_release_oid_bulk(c, oids, FAKE_ENTRIES + 1, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_release_data_bulk(c, oids, ptrs, FAKE_ENTRIES + 1, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_reserve(c, 64, FAKE_ENTRIES + 1, blocks, &ev), -EINVAL);
+	}
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
  * Paths where no coffer-store can listen are "no store there" (-ECONNREFUSED), however the
  * kernel words it: a socket of another type (connect(2): EPROTOTYPE) and a path through a
  * regular file (ENOTDIR) leaked as -EPROTOTYPE and -ENOTDIR, codes coffer/store.h does not
@@ -1455,6 +1498,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_read_only_rings_refused, setup_read_only_chan,
 					    teardown),
 	    cmocka_unit_test(test_connect_not_a_store),
+	    cmocka_unit_test_setup_teardown(test_bulk_above_ring, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
