@@ -1008,7 +1008,7 @@ static int chan_map(struct coffer__chan *ch, const struct coffer_chan_open_reply
 		return -EPROTO;
 	p = mmap(NULL, r->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, segfd, 0);
 	if (p == MAP_FAILED)
-		return -errno;
+		return coffer__map_errno(errno);
 	ch->shm = p;
 	ch->shm_bytes = r->shm_bytes;
 	ch->reqs = (struct coffer_req *)((uint8_t *)p + r->req_off);
@@ -1223,8 +1223,9 @@ static void chan_fill_req(struct coffer_req *r, const struct coffer__reqd *d, ui
 
 /*
  * Reserves up to @n free slots of @ch into @idx: exactly @n, or (@partial) as many as are
- * free. Return: the number reserved (> 0); -ENOTCONN (channel dead); -EAGAIN (no room).
- * Context: takes the submit lock.
+ * free. Return: the number reserved (> 0); -ENOTCONN (channel dead); -EINVAL (!@partial and
+ * @n above the ring's entries: it could never be queued, so "try again" would be a lie);
+ * -EAGAIN (no room now). Context: takes the submit lock.
  */
 static int chan_reserve(struct coffer__chan *ch, unsigned int n, bool partial, uint32_t *idx)
 {
@@ -1235,6 +1236,8 @@ static int chan_reserve(struct coffer__chan *ch, unsigned int n, bool partial, u
 	k = ch->entries - ch->inflight < n ? ch->entries - ch->inflight : n;
 	if (ch->dead)
 		rc = -ENOTCONN;
+	else if (!partial && n > ch->entries)
+		rc = -EINVAL; /* a store that caps its rings below a bulk call's @n */
 	else if (k == 0 || (k < n && !partial))
 		rc = -EAGAIN;
 	else {

@@ -195,12 +195,12 @@ static int seg_map_index(struct coffer__seg *s, const struct coffer_hello_reply 
 	}
 	p = mmap(NULL, bytes, PROT_READ, flags, fd, 0);
 	if (p == MAP_FAILED) {
-		rc = -errno;
+		rc = coffer__map_errno(errno);
 		goto out;
 	}
 	a = mmap(NULL, abytes, PROT_READ | PROT_WRITE, flags, access_fd, 0);
 	if (a == MAP_FAILED) {
-		rc = errno == EACCES ? -EPROTO : -errno; /* a read-only file */
+		rc = coffer__map_errno(errno); /* EACCES: a read-only file */
 		munmap(p, bytes);
 		goto out;
 	}
@@ -263,7 +263,8 @@ static int seg_get(uint32_t id, uint64_t bytes, int fd, const struct coffer_hell
 	}
 	p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (p == MAP_FAILED) {
-		rc = -errno;
+		/* a read-only arena fd (EACCES) is the store's fault, not a refusal */
+		rc = coffer__map_errno(errno);
 		free(s);
 		goto out;
 	}
@@ -594,7 +595,7 @@ static int doorbell_map(int fd, struct coffer_doorbell **db)
 		return -EPROTO;
 	p = mmap(NULL, COFFER_DOORBELL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return errno == ENOMEM ? -ENOMEM : -EPROTO;
+		return coffer__map_errno(errno);
 	*db = p;
 	return 0;
 }
@@ -634,6 +635,28 @@ static int conn_read_env(struct coffer__conn *conn)
 }
 
 /*
+ * What coffer_connect() reports for connect(2)'s @err (coffer/store.h). No store at the path
+ * is -ECONNREFUSED however the kernel says so: nothing there (ENOENT), a path through a
+ * regular file (ENOTDIR), or a socket of another type, which no coffer-store listens on
+ * (EPROTOTYPE: a SOCK_STREAM or datagram socket). A backlog that stayed full for the whole
+ * send timeout (EAGAIN) is -ETIMEDOUT. The rest (-EACCES, -ELOOP, ...) passes through.
+ */
+static int conn_connect_errno(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+	case EPROTOTYPE:
+	case ECONNREFUSED:
+		return -ECONNREFUSED;
+	case EAGAIN:
+		return -ETIMEDOUT;
+	default:
+		return -err;
+	}
+}
+
+/*
  * Opens @conn's socket to @path and connects it. The fd is in conn->sock from socket() on,
  * set under coffer__client_lock (which fork-prepare takes): a fork at any moment of the
  * connect finds it there, and the child closes it (test_fork_during_connect). Return: 0;
@@ -665,9 +688,7 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		while (rc < 0 && errno == EINTR);
 		if (rc < 0)
-			rc = errno == ENOENT   ? -ECONNREFUSED
-			     : errno == EAGAIN ? -ETIMEDOUT
-					       : -errno;
+			rc = conn_connect_errno(errno);
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);

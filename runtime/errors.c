@@ -22,7 +22,10 @@ COFFER_API const char *coffer_strerror(int err)
 	case 0:
 		return "success";
 	case ENOENT:
-		return "no such handle or object (deleted, never issued, or not sealed in time)";
+		/* Also a release with no reference held, and a put or unreserve of a block that
+		 * is not this connection's reservation (store.h). */
+		return "no such handle, object, reference or reservation (deleted, never issued, "
+		       "not sealed in time, or not held by this connection)";
 	case EINVAL:
 		/* coffer_init()/coffer_connect() also say -EINVAL for a bad COFFER_* variable,
 		 * which no argument explains: coffer_env_check() names it. */
@@ -33,7 +36,8 @@ COFFER_API const char *coffer_strerror(int err)
 	case EBUSY:
 		return "busy: still in use or still running";
 	case ENOMEM:
-		return "out of memory (store full of pinned objects, or allocation failed)";
+		return "out of memory (store full of pinned objects, or an allocation failed in "
+		       "the client or in coffer-store)";
 	case E2BIG:
 		return "object larger than the store's capacity";
 	case EPERM:
@@ -52,16 +56,46 @@ COFFER_API const char *coffer_strerror(int err)
 		       "group when started with --socket-mode=0660; or a directory on the socket's "
 		       "path is not searchable)";
 	case EPROTO:
-		return "protocol error";
+		/* What store.h says -EPROTO means: the peer on the socket broke the protocol
+		 * (a reply, a file or an index entry the client refused to trust). */
+		return "protocol error: coffer-store sent a malformed answer or a file that "
+		       "cannot be mapped safely (a broken store, or not a coffer-store)";
 	case EPROTONOSUPPORT:
-		return "protocol version mismatch between client and store";
+		return "protocol version mismatch between client and store (run a coffer-store "
+		       "of the same release as libcoffer)";
 	case ETIMEDOUT:
-		return "timed out";
+		/* Only the store's silence: coffer_eq_poll()/coffer_event_test() time out with
+		 * 0, not with an error. */
+		return "timed out: coffer-store did not answer within COFFER_STORE_TIMEOUT_MS "
+		       "(stopped or wedged); the connection is given up on: connect again";
 	case EAGAIN:
-		/* store.h's three meanings: an @ev call's full channel, a reserve past
-		 * COFFER_RESERVE_MAX, and an index miss of coffer_obj_read_oid()/_vec(). */
+		/* store.h's four meanings: an @ev call's full channel, a reserve past
+		 * COFFER_RESERVE_MAX, an index miss of coffer_obj_read_oid()/_vec(), and
+		 * coffer_connect() finding no thread for the connection's monitor. */
 		return "try again (channel full: poll the EQ; or too many reservations; or, from "
-		       "a read_oid, not answered from the object index: use a get)";
+		       "a read_oid, not answered from the object index: use a get; or, from "
+		       "coffer_connect(), no thread could be started: too many threads)";
+	case ENFILE:
+		return "too many open files in the system (the system-wide limit, fs.file-max: "
+		       "close files, or raise it)";
+	case ENAMETOOLONG:
+		/* Only coffer_connect(): struct sockaddr_un holds 107 bytes and a NUL. */
+		return "socket path too long (a Unix socket path holds at most 107 bytes: use a "
+		       "shorter path or COFFER_SOCKET)";
+	case ELOOP:
+		/* Only coffer_connect(), from connect(2) on the socket's path. */
+		return "too many symbolic links on the socket's path (a loop?): give the real "
+		       "path of coffer-store's socket";
+	case ENOBUFS:
+		/* Only coffer_connect(), from socket(2)/connect(2). */
+		return "the kernel had no buffer space for the socket to coffer-store (memory "
+		       "pressure): retry later";
+	case ENOSPC:
+		/* coffer_connect(): the store's epoll_ctl() refused to watch the new client
+		 * (max_user_watches); coffer_hhash_insert(): 2^60 cookies issued. */
+		return "no room: coffer-store cannot watch another connection (its user's "
+		       "fs.epoll.max_user_watches is reached: raise it, or close connections), or "
+		       "a handle hash has issued all its cookies";
 	case EMFILE:
 		/* An object call's -EMFILE is the channel limit, which no fd limit here explains,
 		 * or the store out of fds (coffer_connect() too): another connection won't help. */

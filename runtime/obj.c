@@ -468,6 +468,11 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	}
 	for (int attempt = 0;; attempt++) {
 		rc = ctx_get(&c);
+		/* No runtime (the last connection of a program that never called coffer_init()
+		 * is gone), so no hidden EQ: the connection is unknown, as the asynchronous call
+		 * (chan_get()) and coffer_obj_read_oid() say - not an invalid argument. */
+		if (rc == -EINVAL && coffer_hhash_global() == NULL)
+			return -ENOTCONN;
 		if (rc < 0)
 			return rc;
 		if (bulk)

@@ -336,6 +336,12 @@ int coffer__fd_mappable(int fd, uint64_t bytes, struct stat *st)
 	return 0;
 }
 
+/* coffer__map_errno(): see proto_util.h. */
+int coffer__map_errno(int err)
+{
+	return err == ENOMEM ? -ENOMEM : -EPROTO;
+}
+
 int coffer__default_socket_path(char *buf, size_t len)
 {
 	const char *env = getenv("COFFER_SOCKET");

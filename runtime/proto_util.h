@@ -161,6 +161,18 @@ bool coffer__is_eventfd(int fd);
 int coffer__fd_mappable(int fd, uint64_t bytes, struct stat *st);
 
 /**
+ * coffer__map_errno() - the error to report when mmap(2) of a file the store passed failed.
+ * @err: mmap's errno.
+ *
+ * Only -ENOMEM (no address space or page tables) is ours; every other errno says the store
+ * passed a file that cannot be mapped as the protocol requires (EACCES: opened read-only,
+ * EPERM: sealed against writing, ENODEV, EBADF, ...), which coffer/store.h reports as
+ * -EPROTO. Passed through, EACCES would read as "refused by the store" (coffer_strerror()).
+ * Return: -ENOMEM or -EPROTO. Context: any thread.
+ */
+int coffer__map_errno(int err);
+
+/**
  * coffer__recv_fds() - receive one SOCK_SEQPACKET message and any fds it carries.
  * @sock: a connected Unix socket.
  * @buf: receive buffer.

@@ -40,8 +40,10 @@ struct coffer_event {
 
 /*
  * Common to the functions below.
- *  - coffer_init() must have been called (and not yet balanced by coffer_fini()): before it,
- *    every function that takes an EQ handle or initialises an event returns -EINVAL.
+ *  - The runtime must be running: coffer_init() called and not yet balanced by coffer_fini(),
+ *    or a connection open (coffer_connect() holds a reference of its own until
+ *    coffer_disconnect()). Otherwise every function that takes an EQ handle or initialises
+ *    an event returns -EINVAL ("not initialised" below).
  *  - An EQ handle is null or of another type: -EINVAL; destroyed or never issued: -ENOENT.
  *  - None of them may be called inside an RCU read-side section of the caller's, nor from
  *    inside an EQ's progress hook (see eventq/event_internal.h), unless stated otherwise.
@@ -58,7 +60,7 @@ struct coffer_event {
  * fork() child's copy of the EQ gets an eventfd of its own under the same fd number, so
  * that neither process's pollers take the other's wakeups; the child can poll, test and
  * finalise the events it inherited and destroy the EQ.
- * Return: 0; -EINVAL (@eqh NULL, or coffer_init() not called); -ENOMEM; -EMFILE/-ENFILE
+ * Return: 0; -EINVAL (@eqh NULL, or the runtime not initialised); -ENOMEM; -EMFILE/-ENFILE
  *         (no file descriptor for the eventfd).
  * Context: any thread.
  * Lifetime: until coffer_eq_destroy() succeeds; events still initialised on it keep its
@@ -152,7 +154,9 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
  *
  * Return: 0; -EINVAL (@ev NULL, not initialised runtime, bad handle, @parent not initialised
  *         / a child / @ev itself / on another EQ); -ENOENT (EQ destroyed or never issued);
- *         -EBUSY (@ev is running, or @parent is not READY).
+ *         -EBUSY (@ev is running, or @parent is not READY; or, re-initialising, what
+ *         coffer_event_fini() of @ev refuses: a child of @ev running, or @ev a child whose
+ *         parent is not READY).
  * Context: any thread. Initialising or finalising children of one parent must not run
  *         concurrently with each other or with that parent's launch or fini (as in DAOS).
  * Lifetime: the event holds a reference on its EQ's memory until coffer_event_fini(); the

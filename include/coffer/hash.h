@@ -166,8 +166,10 @@ COFFER_API struct coffer_hnode *coffer_htab_lookup_rcu(struct coffer_htab *tab, 
 /**
  * coffer_htab_lookup_bulk() - look up @n keys in one read-side section, all or nothing.
  * @keys: @n keys of @ksize bytes each. @n: at most COFFER_HTAB_BULK_MAX.
- * @nodes: out: @n records, each with a reference for the caller; all NULL on failure.
- * Return: @n; -ENOENT (some key missing: no reference is kept); -EINVAL (NULL, @n too big).
+ * @nodes: out: @n records, each with a reference for the caller; all NULL after -ENOENT
+ *        (untouched after -EINVAL).
+ * Return: @n (0 for @n 0); -ENOENT (some key missing: no reference is kept); -EINVAL (@tab,
+ *         @keys, @nodes or one of the keys NULL, @n too big).
  * Context: as coffer_htab_lookup(). Source: DPDK rte_hash_lookup_bulk (hash and prefetch
  *         every bucket first, then walk).
  */
@@ -205,9 +207,11 @@ COFFER_API void coffer_htab_decref(struct coffer_htab *tab, struct coffer_hnode 
  * @cursor: in: first bucket (start with 0); out: next bucket, or COFFER_HTAB_CURSOR_END.
  * @cb: called for each linked record, holding a reference and inside a read-side section
  *      (it may delete the record or take references; it must not block, destroy the table
- *      or wait for a grace period). Returns 0 to go on, nonzero to stop.
+ *      or wait for a grace period). Returns 0 to go on, nonzero to stop: a positive value,
+ *      since a negative one cannot be told from this function's own -EINVAL.
  * Return: 0 (range done); @cb's nonzero value (stopped; *@cursor is after the current
- *         bucket); -EINVAL (NULL, @max_buckets 0, cursor out of range).
+ *         bucket); -EINVAL (NULL @tab, @cursor or @cb, @max_buckets 0, cursor out of range;
+ *         nothing visited). A *@cursor of COFFER_HTAB_CURSOR_END returns 0 at once.
  * Context: any thread; one bucket per read-side section (bounded work, Redis dictScan).
  * Records inserted or deleted during a traversal may or may not be visited.
  */

@@ -127,20 +127,25 @@ struct coffer_store_info {
  * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
  * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
- * decimal number in its range); -ENAMETOOLONG; -ECONNREFUSED (no store at @path);
+ * decimal number in its range); -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
+ * bytes); -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
+ * socket of another type, or nothing listening);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
- * -EMFILE (the store, or this process, is out of file descriptors; retry later);
- * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply or an
- * arena that cannot be mapped safely);
+ * -EMFILE (the store, or this process, is out of file descriptors; retry later); -ENFILE (the
+ * system is); -ENOSPC (the store cannot watch another connection: its user's
+ * fs.epoll.max_user_watches is reached);
+ * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply, or an
+ * arena, index or doorbell page that cannot be mapped safely, e.g. passed read-only);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
  * default 10 s: a stopped store, or a socket that is not a coffer-store; or the store took
- * no new connection within that time, its listen backlog full); -ENOMEM; other -errno
- * from socket(2), connect(2), mmap(2), pthread_create(3). Context: any thread; blocks for one round
- * trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid until
- * coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN; events
- * it had in flight complete in the child with -ENOTCONN, in the parent as usual; the child closes
- * its copy of the socket at the fork, so the parent's session ends with the parent's disconnect
- * or exit, whatever its children do) and the child must connect again. Source: Plasma's
+ * no new connection within that time, its listen backlog full); -ENOMEM (here or in the
+ * store); -EAGAIN (no thread could be started for the monitor: pthread_create(3)); rarer
+ * -errno of socket(2) and connect(2) on @path (-ELOOP, -ENOBUFS). Context: any thread; blocks for
+ * one round trip on the socket; not inside an RCU read-side section. Lifetime: the handle is valid
+ * until coffer_disconnect(); after a fork(), the child's copy is dead (every call gets -ENOTCONN;
+ * events it had in flight complete in the child with -ENOTCONN, in the parent as usual; the child
+ * closes its copy of the socket at the fork, so the parent's session ends with the parent's
+ * disconnect or exit, whatever its children do) and the child must connect again. Source: Plasma's
  * PlasmaClient::Connect (fd passed once, mapping cached by id).
  */
 COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
@@ -213,8 +218,9 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
  * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, @connh not a connection handle,
  * runtime not initialised); -ENOENT (no such connection: closed, or never opened);
  * -ENOTCONN (the connection is dead); -ENOMEM.
- * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no
- * syscall, no store round trip.
+ * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no store
+ * round trip, and no syscall except when the calling thread's chunk of handle records is used
+ * up (an mmap(2) of the next one: 16 KiB, doubling up to a hugepage; -ENOMEM if it fails).
  * Lifetime: until coffer_obj_close(); store references taken through it are not dropped by
  * closing it (release them first, or disconnect).
  * Source: DAOS daos_obj_open (a local handle, no RPC).
@@ -252,6 +258,10 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    one slot per request; poll the EQ, then retry), -EBUSY (the event is not READY),
  *    -EINVAL (uninitialised event, or a parent event one of whose children is not launched
  *    yet).
+ *  - A bulk call (get_bulk, release_oid_bulk, release_data_bulk, reserve), blocking or not,
+ *    of more requests than the channel's ring holds fails with -EINVAL, nothing sent: it
+ *    could never be queued. Only a store that caps max_ring_entries below @n does that
+ *    (coffer-store allows 4096; libcoffer asks for 512).
  *  - Requests queued on an EQ's channel are published to the store as one batch when
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung
@@ -263,7 +273,15 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket: even with an event it then waits for the store, up to
- *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one).
+ *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one). Opening it can
+ *    fail, nothing launched, with -EMFILE (see below), -ENOMEM (here or in the store),
+ *    -EPROTO (the store's rings cannot be mapped safely, e.g. passed read-only), -ETIMEDOUT,
+ *    -ENOTCONN, or -ENOENT (the EQ is being destroyed).
+ *  - A thread's first blocking call (@ev NULL) creates its hidden EQ: it can fail as
+ *    coffer_eq_create() does (-ENOMEM, -EMFILE, -ENFILE). Blocking calls by connection
+ *    (the *_oid, bulk, delete, contains and reservation calls) on a connection whose
+ *    disconnect stopped the runtime (no coffer_init() of the caller's) return -ENOTCONN,
+ *    as the same calls with an event do.
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (512, sent in
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
@@ -334,7 +352,9 @@ COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
  * @ev: NULL (blocking) or an event.
  *
  * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
- * -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's offset/size lies outside the arena).
+ * -ENOMEM (the store could not record the reference, or the wait; a waiting get may be
+ * answered so when its object is sealed); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the
+ * store's offset/size lies outside the arena).
  * Lifetime: *@data stays valid until the reference is released (coffer_obj_release_data()
  *         names it exactly; for coffer_obj_release() see which version a release by ID drops).
  * Source: Plasma's PlasmaClient::Get.
@@ -366,8 +386,10 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev);
  * @oids: @n ObjectIDs (duplicates allowed: each takes one reference).
  * @n: 1..COFFER_GET_BULK_MAX.
  * @timeout_us: per object, as for coffer_obj_get().
- * @bufs: out: @n results; bufs[i].status is 0 (data, size set), -ENOENT (missing or
- *        unsealed at the timeout; data NULL) or another -errno.
+ * @bufs: out: @n results; bufs[i].status is 0 (data, size set), or with data NULL: -ENOENT
+ *        (missing or unsealed at the timeout), -ENOMEM (the store could not record the
+ *        reference or the wait), -EPROTO (the store's offset/size lies outside the arena),
+ *        -ENOTCONN (the connection died first).
  * @ev: NULL (blocking) or an event; it completes when every ID has its answer.
  *
  * All requests go in one batch; each ID that was found holds a reference (release with
@@ -444,7 +466,8 @@ COFFER_API int coffer_obj_abort_oid(coffer_handle_t connh, const struct coffer_o
  * Release the reference with coffer_obj_release_data() (exact), or coffer_obj_release_oid()
  * (by ID: see there which version that drops).
  * Return (or ev_error): 0; -EINVAL (NULL @oid or @data, not a connection handle); -ENOENT
- * (missing or unsealed at the timeout); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's
+ * (missing or unsealed at the timeout); -ENOMEM (the store could not record the reference
+ * or the wait, as for coffer_obj_get()); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the store's
  * offset/size lies outside the arena).
  * Lifetime: *@data stays valid until the matching release (see coffer_obj_release_data()).
  */
@@ -461,12 +484,12 @@ COFFER_API int coffer_obj_get_oid(coffer_handle_t connh, const struct coffer_oid
  * @timeout_us: per get, as for coffer_obj_get() (0 = do not wait, negative = forever).
  *
  * Each get is exactly coffer_obj_get_oid(@connh, &gets[i].oid, @timeout_us, gets[i].data,
- * gets[i].size, gets[i].ev): its own request, its own event, its own result (-ENOENT for a
- * missing object arrives through its event), its own reference (release it with
- * coffer_obj_release_oid() or coffer_obj_release_oid_bulk()). What the vector saves is the
- * per-call work of the channel: one connection lookup, one channel pin and two submit-lock
- * round trips for the whole vector instead of per get, and its ring entries are written back
- * to back, so their cache-line transfers to the store overlap instead of each stalling the
+ * gets[i].size, gets[i].ev): its own request, its own event, its own result (that call's
+ * ev_error codes: -ENOENT for a missing object, -ENOMEM, -ENOTCONN, -EPROTO), its own reference
+ * (release it with coffer_obj_release_oid() or coffer_obj_release_oid_bulk()). What the vector
+ * saves is the per-call work of the channel: one connection lookup, one channel pin and two
+ * submit-lock round trips for the whole vector instead of per get, and its ring entries are written
+ * back to back, so their cache-line transfers to the store overlap instead of each stalling the
  * next atomic instruction. Unlike coffer_obj_get_bulk(), the gets complete independently (no
  * shared state, no allocation, no waiting for the slowest).
  *
@@ -753,7 +776,7 @@ COFFER_API int coffer_obj_unreserve(coffer_handle_t connh, const void *data,
  * @ev: NULL (blocking) or an event.
  *
  * Return (or ev_error): 0; -EINVAL (@connh is not a connection handle, or NULL pointers);
- * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN.
+ * -ENOTCONN (connection unknown, disconnected or dead); -EAGAIN (@ev only).
  */
 COFFER_API int coffer_obj_contains(coffer_handle_t connh, const struct coffer_oid *oid,
 				   bool *present, struct coffer_event *ev);

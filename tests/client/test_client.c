@@ -2067,6 +2067,43 @@ static void *blocked_get(void *arg)
 }
 
 /*
+ * A program that never called coffer_init() and has disconnected its last connection (the
+ * runtime stopped with it): a call by ObjectID on that connection is "disconnected",
+ * -ENOTCONN (coffer/store.h), blocking or not. The blocking form, which is the asynchronous
+ * call on a hidden per-thread EQ, failed to create that EQ first and returned -EINVAL,
+ * which store.h gives only for a handle that is not a connection's, while the index read
+ * beside it said -ENOTCONN.
+ */
+static void test_blocking_after_last_disconnect(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_obj_buf buf;
+	struct coffer_oid oid;
+	const void *rd;
+	bool present;
+	void *wr[1];
+	coffer_handle_t c;
+
+	make_oid(&oid, 77, 1);
+	assert_int_equal(coffer_fini(), 0); /* the setup's: only the connection holds one now */
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_null(coffer_hhash_global());
+
+	assert_int_equal(coffer_obj_read_oid(c, &oid, 0, NULL, 0, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_oid(c, &oid, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_create_oid(c, &oid, 8, 0, &wr[0], NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_release_oid(c, &oid, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_delete(c, &oid, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_bulk(c, &oid, 1, 0, &buf, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, wr, NULL), -ENOTCONN);
+	assert_null(coffer_hhash_global()); /* nothing restarted the runtime */
+	assert_int_equal(coffer_init(), 0); /* for the teardown */
+}
+
+/*
  * coffer_fini() called once more than coffer_init() (common.h: -EINVAL when there is no
  * coffer_init() left to balance) while a connection is open: the connection's own reference
  * on the runtime is not the caller's to drop. It used to be taken: the extra fini returned 0
@@ -3329,6 +3366,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),

@@ -92,6 +92,7 @@ struct fake {
 	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
 	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
 	atomic_int full_bell; /* enum fake_full_bell: a request doorbell whose write blocks */
+	atomic_int read_only; /* enum fake_ro: the file the fake passes opened read-only */
 };
 
 /*
@@ -106,6 +107,28 @@ enum fake_full_bell {
 	FB_AT_CHANNEL_OPEN, /* O_NONBLOCK cleared and the counter filled after the client
 			     * connected (the file description is shared: the store can) */
 };
+
+/* Which file the fake passes through a read-only descriptor (sealed and big enough, so only
+ * the client's mmap(PROT_WRITE) fails: EACCES). */
+enum fake_ro {
+	RO_NONE = 0,
+	RO_ARENA, /* HELLO_REPLY's arena */
+	RO_CHAN,  /* CHANNEL_OPEN_REPLY's rings */
+};
+
+/* A read-only descriptor of the file @fd names (consumes @fd), or -1. */
+static int reopen_read_only(int fd)
+{
+	char p[64];
+	int ro;
+
+	if (fd < 0)
+		return -1;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	ro = open(p, O_RDONLY | O_CLOEXEC);
+	close(fd);
+	return ro;
+}
 
 /*
  * Which of the files the fake passes for mapping it leaves unsealed, so that it can shrink
@@ -478,6 +501,8 @@ static void *fake_main(void *arg)
 	base = mmap(NULL, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena, 0);
 	if (base == MAP_FAILED)
 		goto fail;
+	if (f->read_only == RO_ARENA && (arena = reopen_read_only(arena)) < 0)
+		goto fail;
 	memcpy(base + 4096, f->greeting ? f->greeting : "hello-fake", 10);
 	if (f->bad_bell) { /* a client writing to it would die of SIGPIPE */
 		int p[2];
@@ -522,7 +547,8 @@ static void *fake_main(void *arg)
 		close(out[4]);
 	}
 	close(arena);
-	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds) {
+	if (f->short_doorbell || f->bad_bell || f->index_mode != IX_NONE || f->hello_fds ||
+	    f->read_only == RO_ARENA) {
 		/* the client must hang up, having mapped nothing / written nothing (or, with
 		 * IX_LIES, having read through the index only: no request) */
 		struct pollfd p = {.fd = sock, .events = POLLIN};
@@ -554,6 +580,8 @@ static void *fake_main(void *arg)
 		goto fail;
 	sm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
 	if (sm == MAP_FAILED)
+		goto fail;
+	if (f->read_only == RO_CHAN && (seg = reopen_read_only(seg)) < 0)
 		goto fail;
 	if (f->bad_chan_id)
 		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
@@ -738,6 +766,26 @@ static int setup_hello_swapped(void **state)
 static int setup_hello_3fds(void **state)
 {
 	return setup_hello_fds(state, 2);
+}
+
+static int setup_read_only(void **state, int which)
+{
+	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
+
+	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
+	if (rc == 0)
+		((struct fake *)*state)->read_only = which;
+	return rc;
+}
+
+static int setup_read_only_arena(void **state)
+{
+	return setup_read_only(state, RO_ARENA);
+}
+
+static int setup_read_only_chan(void **state)
+{
+	return setup_read_only(state, RO_CHAN);
 }
 
 static int setup_shrink_arena(void **state)
@@ -1377,6 +1425,118 @@ static void test_shrinkable_rings_refused(void **state)
 }
 
 /*
+ * A store that passes its arena through a read-only descriptor: the client's shared writable
+ * mapping fails with EACCES, which coffer_connect() passed through as -EACCES, the code
+ * coffer/store.h and coffer_strerror() reserve for "refused: not the store's user or group".
+ * It is a store that broke the protocol: -EPROTO, with none of the passed fds kept.
+ */
+static void test_read_only_arena_refused(void **state)
+{
+	int before = count_fds();
+
+	expect_connect_refused(*state);
+	assert_int_equal(count_fds(), before);
+}
+
+/* The same for a channel's rings: the first request fails with -EPROTO (was -EACCES), the
+ * store's channel is closed again, and the connection stays usable. */
+static void test_read_only_rings_refused(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * A store may cap its rings as low as 8 entries (HELLO_REPLY max_ring_entries; the fake's
+ * are 8). A bulk call queues all of its @n requests or none, so one of more requests than
+ * the ring holds can never be queued: it returned -EAGAIN ("poll the EQ, then retry")
+ * every time, a retry loop that never ends. It is an argument out of range for that
+ * connection: -EINVAL, nothing sent (the fake would count a request it did not expect).
+ */
+static void test_bulk_above_ring(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oids[FAKE_ENTRIES + 1];
+	const void *ptrs[FAKE_ENTRIES + 1];
+	struct coffer_obj_buf bufs[FAKE_ENTRIES + 1];
+	void *blocks[FAKE_ENTRIES + 1];
+	struct coffer_event ev;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	memset(oids, 0, sizeof(oids));
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the channel is open and works */
+	for (unsigned int i = 0; i <= FAKE_ENTRIES; i++)
+		ptrs[i] = d;
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	for (int round = 0; round < 3; round++) { /* not "try again": it never fits */
+		assert_int_equal(coffer_obj_get_bulk(c, oids, FAKE_ENTRIES + 1, 0, bufs, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_release_oid_bulk(c, oids, FAKE_ENTRIES + 1, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_release_data_bulk(c, oids, ptrs, FAKE_ENTRIES + 1, &ev),
+				 -EINVAL);
+		assert_int_equal(coffer_obj_reserve(c, 64, FAKE_ENTRIES + 1, blocks, &ev), -EINVAL);
+	}
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * Paths where no coffer-store can listen are "no store there" (-ECONNREFUSED), however the
+ * kernel words it: a socket of another type (connect(2): EPROTOTYPE) and a path through a
+ * regular file (ENOTDIR) leaked as -EPROTOTYPE and -ENOTDIR, codes coffer/store.h does not
+ * list and coffer_strerror() does not explain.
+ */
+static void test_connect_not_a_store(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[] = "/tmp/coffer-notstore.XXXXXX", file[64], through[96];
+	coffer_handle_t c;
+	int ls, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/stream.sock", dir);
+	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(through, sizeof(through), "%s/coffer.sock", file);
+
+	assert_int_equal(coffer_connect(sa.sun_path, &c), -ECONNREFUSED);
+	assert_int_equal(coffer_connect(through, &c), -ECONNREFUSED);
+
+	close(ls);
+	unlink(sa.sun_path);
+	unlink(file);
+	rmdir(dir);
+}
+
+/*
  * A hugetlbfs file cannot be sealed (coffer-store -d): the client accepts one whose size
  * covers the arena it announces, and reads through it (docs/protocol.md says what a hostile
  * store can still do with such a file).
@@ -1429,6 +1589,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_read_only_rings_refused, setup_read_only_chan,
+					    teardown),
+	    cmocka_unit_test(test_connect_not_a_store),
+	    cmocka_unit_test_setup_teardown(test_bulk_above_ring, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
