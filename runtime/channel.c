@@ -102,19 +102,6 @@
 #define CHAN_SPIN_US_DEFAULT 50u
 /* Spin rounds (64 pauses each, about 1-2 us) between sched_yield() calls while spinning. */
 #define CHAN_SPIN_YIELD_ROUNDS 4u
-/*
- * Adaptive yield (chanv_spin()): a sched_yield() that came back within CHAN_YIELD_GAVE_NS
- * found nobody else runnable on this CPU and gave nothing away; it only cost a kernel entry
- * (~1.7 us on the paravirtualised 2-core test VM, where the fio jobs made 0.17 of them per
- * write, 92% of their syscalls; perf/results/2core-l). After such a yield the next one waits
- * at least twice as long as the last gap (up to CHAN_YIELD_GAP_MAX_NS); a yield that took
- * longer (another thread ran) resets the gap, so a store or peer waiting for this core still
- * gets it at the old rate. Per thread, kept across calls. Source: glibc's adaptive mutex
- * (spin count tuned from the last acquisitions) and exponential backoff; io_uring's SQPOLL
- * and Mercury's progress loop likewise spin only while it pays and then sleep.
- */
-#define CHAN_YIELD_GAVE_NS    5000u
-#define CHAN_YIELD_GAP_MAX_NS 32000u
 
 enum { SLOT_FREE = 0, SLOT_RESERVED = 1, SLOT_PENDING = 2 };
 
@@ -639,52 +626,29 @@ static bool chanv_store_here(const struct coffer__chanv *v)
 	return false;
 }
 
-/* The gap chanv_spin() leaves after a yield before the next one (CHAN_YIELD_GAVE_NS). */
-static _Thread_local uint64_t t_yield_gap_ns;
-
-/* Yields the CPU and adapts t_yield_gap_ns to whether that gave it away; returns the time
- * after the yield (ns). @now: the time before it. */
-static uint64_t chan_yield(uint64_t now)
-{
-	uint64_t after;
-
-	sched_yield();
-	after = now_ns();
-	if (after - now >= CHAN_YIELD_GAVE_NS)
-		t_yield_gap_ns = 0;
-	else if (t_yield_gap_ns < CHAN_YIELD_GAP_MAX_NS)
-		t_yield_gap_ns = t_yield_gap_ns ? 2 * t_yield_gap_ns : 1000;
-	return after;
-}
-
 /* Spins up to the budget while requests are out and the store is awake; true when replies
  * arrived. */
 static bool chanv_spin(const struct coffer__chanv *v)
 {
-	uint64_t deadline, now, next_yield;
+	uint64_t deadline;
 
 	pthread_once(&g_spin_once, spin_once);
 	if (!g_spin_ns || !chanv_store_awake(v))
 		return false;
-	now = now_ns();
-	deadline = now + g_spin_ns;
-	next_yield = now;
+	deadline = now_ns() + g_spin_ns;
 	for (unsigned int round = 1;; round++) {
 		for (int k = 0; k < 64; k++) {
 			if (chanv_has_replies(v))
 				return true;
 			coffer__cpu_relax();
 		}
-		now = now_ns();
-		if (!chanv_store_awake(v) || now >= deadline)
+		if (!chanv_store_awake(v) || now_ns() >= deadline)
 			break;
 		/* More spinners than cores (client threads beside the store): let a runnable
 		 * store or peer have this core now and then rather than burn the budget; at
-		 * once when the store says it runs on this very CPU. Not while yields keep
-		 * coming back empty-handed (chan_yield()). */
-		if ((round % CHAN_SPIN_YIELD_ROUNDS == 0 || chanv_store_here(v)) &&
-		    now >= next_yield)
-			next_yield = chan_yield(now) + t_yield_gap_ns;
+		 * once when the store says it runs on this very CPU. */
+		if (round % CHAN_SPIN_YIELD_ROUNDS == 0 || chanv_store_here(v))
+			sched_yield();
 	}
 	return chanv_has_replies(v);
 }

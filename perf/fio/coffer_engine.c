@@ -105,17 +105,6 @@
 #define CF_RETRY_SLEEP_US 50
 /* Spinning getevents polls this long before it starts yielding the CPU between polls (us). */
 #define CF_SPIN_ALONE_US 5
-/*
- * Adaptive yield (cf_yield()): a sched_yield() back within CF_YIELD_GAVE_US gave the CPU to
- * nobody (no other thread was runnable here) and only cost a kernel entry, ~1.7 us on the
- * paravirtualised 2-core test VM, where these yields were 0.13 per write, most of the fio
- * jobs' syscalls (perf/results/2core-l). After one, the next waits at least twice the last
- * gap, up to CF_YIELD_GAP_MAX_US; a yield that took longer (another thread ran) resets the
- * gap, so the store or the other job still gets a shared core at once. Source: glibc's
- * adaptive mutex spin and exponential backoff (channel.c's chan_yield() does the same).
- */
-#define CF_YIELD_GAVE_US    5
-#define CF_YIELD_GAP_MAX_US 32
 /* Prefill: objects in flight at once. */
 #define CF_PREFILL_DEPTH 64
 /* Prefill: how long one get waits for another client's seal of a block it created (us)
@@ -224,7 +213,6 @@ struct cf_data {
 	struct cf_req **rreq;	      /* and the read of each entry */
 	unsigned int nr_ready;	      /* entries in ready[] */
 	bool may_conflict;	      /* the job writes or trims: check reads against those */
-	int64_t yield_gap_us;	      /* cf_yield(): least time between two yields */
 	bool index;		      /* coffer_index: try the object index first */
 	unsigned int depth;	      /* size of events[] and queued[] (td->o.iodepth) */
 	struct cf_op *retry;	      /* second stages waiting for channel room (LIFO) */
@@ -1369,28 +1357,13 @@ static int cf_commit(struct thread_data *td)
 	return rc == -EAGAIN ? 0 : rc;
 }
 
-/* Yields the CPU; adapts cd->yield_gap_us to whether that gave it away (CF_YIELD_GAVE_US).
- * @now: the time before (us). Returns the earliest time of the next yield (us). */
-static int64_t cf_yield(struct cf_data *cd, int64_t now)
-{
-	int64_t after;
-
-	sched_yield();
-	after = cf_now_us();
-	if (after - now >= CF_YIELD_GAVE_US)
-		cd->yield_gap_us = 0;
-	else if (cd->yield_gap_us < CF_YIELD_GAP_MAX_US)
-		cd->yield_gap_us = cd->yield_gap_us ? 2 * cd->yield_gap_us : 1;
-	return after + cd->yield_gap_us;
-}
-
 static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			const struct timespec *t)
 {
 	struct cf_data *cd = td->io_ops_data;
 	const struct cf_options *o = td->eo;
 	struct coffer_event *evs[CF_POLL_BATCH];
-	int64_t deadline = -1, spin_until = -1, next_yield = 0;
+	int64_t deadline = -1, spin_until = -1;
 	int rc = 0;
 
 	cd->nr_events = 0;
@@ -1473,11 +1446,9 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 				 * between empty polls: with more runnable threads than cores
 				 * (numjobs 2 and the store on 2 cores) the store may be waiting for
 				 * this very core. Not at once: a yield is a syscall (~1 us here),
-				 * and alone on a core most answers come back sooner. Nor while
-				 * yields come back empty-handed (cf_yield()). */
-				if (now >= spin_until - (int64_t)o->spin_us + CF_SPIN_ALONE_US &&
-				    now >= next_yield)
-					next_yield = cf_yield(cd, now);
+				 * and alone on a core most answers come back sooner. */
+				if (now >= spin_until - (int64_t)o->spin_us + CF_SPIN_ALONE_US)
+					sched_yield();
 				continue;
 			}
 		}
