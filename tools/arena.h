@@ -88,10 +88,11 @@ void coffer__arena_fini(struct coffer__arena *a);
  * recently freed block of exactly that size). When neither that nor the TLSF search finds
  * a block, the quick lists are flushed (coalesced) and the search is repeated, then the
  * request's own class list (whose blocks the rounded-up search skips) is scanned, at most
- * 64 blocks; so -ENOMEM means that no block fits even with every free byte coalesced
- * (within that scan's bound): a caller may evict on it.
- * Return: 0; -EINVAL (size 0); -E2BIG (larger than the capacity: can never fit); -ENOMEM (no
- * free block fits now, or metadata allocation failed).
+ * 64 blocks (a large size: for an aligned fit, after at most 64 blocks of the classes above
+ * it, which hold it unaligned); so -ENOMEM means that no block fits even with every free byte
+ * coalesced (within that scan's bound): a caller may evict on it. Return: 0; -EINVAL (size 0);
+ * -E2BIG (larger than the capacity: can never fit); -ENOMEM (no free block fits now, or metadata
+ * allocation failed).
  */
 int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out);
 

@@ -222,6 +222,64 @@ static void test_fit_in_own_class(void **state)
 	coffer__arena_fini(&a);
 }
 
+/* A large request whose only aligned fit is in a class above its own, with more than the
+ * scan's 64 blocks of its own class free (each smaller than it): the bounded aligned scan
+ * spent its whole budget on the own class, which cannot hold the request, and answered
+ * -ENOMEM although the next class up held an aligned fit (the object table would evict for
+ * it, or refuse a create when what is left is pinned). The own class is a fallback: scanned
+ * after the classes above it, with a budget of its own. */
+static void test_own_class_does_not_starve_aligned_scan(void **state)
+{
+	enum { GROUPS = 70 };
+	const uint64_t half = 1 * MiB + 8 * 1024;   /* two of them: 2 MiB + 16 KiB, own class */
+	const uint64_t rhalf = 1 * MiB + 96 * 1024; /* two: 2 MiB + 192 KiB, the class above */
+	struct coffer__ablk *p[GROUPS], *q[GROUPS], *sep, *pad = NULL, *r1, *r2, *last, *b;
+	struct coffer__arena a;
+	uint64_t off = 0, cap, r_off;
+	int i;
+
+	(void)state;
+	for (i = 0; i < GROUPS; i++)
+		off += 2 * half + 64;
+	r_off = (off + COFFER_ARENA_LARGE - 1) & ~(uint64_t)(COFFER_ARENA_LARGE - 1);
+	cap = r_off + 2 * rhalf + 64 + 1 * MiB;
+	/* Carve the arena front to back: every allocation takes the front of the one free
+	 * block, so the layout is known; nothing is left free. Each takes from a remainder in
+	 * a class above its own, or ends on a class boundary (the last, 1 MiB), so the carving
+	 * itself needs no own-class fit. */
+	assert_int_equal(coffer__arena_init(&a, cap), 0);
+	for (i = 0; i < GROUPS; i++) {
+		assert_int_equal(coffer__arena_alloc(&a, half, &p[i]), 0);
+		assert_int_equal(coffer__arena_alloc(&a, half, &q[i]), 0);
+		assert_int_equal(coffer__arena_alloc(&a, 64, &sep), 0);
+	}
+	if (r_off > off)
+		assert_int_equal(coffer__arena_alloc(&a, r_off - off, &pad), 0);
+	assert_int_equal(coffer__arena_alloc(&a, rhalf, &r1), 0);
+	assert_int_equal(r1->off, r_off);
+	assert_int_equal(coffer__arena_alloc(&a, rhalf, &r2), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 64, &sep), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 1 * MiB, &last), 0);
+	assert_int_equal(a.used, cap);
+	for (i = 0; i < GROUPS; i++) {
+		coffer__arena_free(&a, p[i]);
+		coffer__arena_free(&a, q[i]);
+	}
+	coffer__arena_free(&a, r1);
+	coffer__arena_free(&a, r2);
+	coffer__arena_flush(&a);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	assert_int_equal(a.nfree, GROUPS + 1);
+	/* 2 MiB + 32 KiB: own class [2 MiB, 2 MiB + 128 KiB) holds 70 free blocks of
+	 * 2 MiB + 16 KiB; the one fit is 2 MiB + 192 KiB at a 2 MiB multiple. */
+	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB + 32 * 1024, &b), 0);
+	assert_int_equal(b->off, r_off);
+	assert_int_equal(b->size, 2 * MiB + 32 * 1024);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_fini(&a);
+	(void)pad;
+}
+
 /* A small block freed goes to its quick list without coalescing and is the next block of
  * its size handed out; other sizes do not take it. */
 static void test_quick_reuse(void **state)
@@ -486,6 +544,7 @@ int main(void)
 	    cmocka_unit_test(test_bounded_fragmentation),
 	    cmocka_unit_test(test_capacity_sized_large_object),
 	    cmocka_unit_test(test_fit_in_own_class),
+	    cmocka_unit_test(test_own_class_does_not_starve_aligned_scan),
 	    cmocka_unit_test(test_quick_reuse),
 	    cmocka_unit_test(test_flush_on_failure),
 	    cmocka_unit_test(test_quick_bounds),
