@@ -301,8 +301,8 @@ static struct coffer__ablk *find_block(struct coffer__arena *a, uint64_t size, u
 		if (find_class(a, &fl, &sl))
 			b = a->heads[fl][sl];
 	}
-	if (b == NULL && align > COFFER_ARENA_ALIGN)
-		b = scan_aligned(a, size, align);
+	if (b == NULL && align > COFFER_ARENA_ALIGN && (b = scan_aligned(a, size, align)) != NULL)
+		a->aligned_scan_fits++;
 	return b;
 }
 
@@ -371,8 +371,8 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 		coffer__arena_flush(a);
 		b = find_block(a, size, align);
 	}
-	if (b == NULL)
-		b = scan_own_class(a, size, align);
+	if (b == NULL && (b = scan_own_class(a, size, align)) != NULL)
+		a->own_class_fits++;
 	if (b == NULL)
 		return -ENOMEM;
 	/* Reserve both possible record splits before touching the lists, so a metadata

@@ -44,15 +44,17 @@ struct coffer__ablk {
 };
 
 struct coffer__arena {
-	uint64_t capacity; /* bytes managed */
-	uint64_t used;	   /* bytes in allocated blocks (sum of their sizes); quick-listed
-			    * blocks are free, not used */
-	uint64_t nalloc;   /* allocated blocks */
-	uint64_t nfree;	   /* free blocks on the TLSF lists */
-	uint64_t nquick;   /* blocks on the quick lists */
-	uint64_t qbytes;   /* their bytes */
-	uint64_t qlimit;   /* bound on qbytes: capacity / 16 */
-	uint64_t flushes;  /* quick-list flushes so far (coffer__arena_flush()) */
+	uint64_t capacity;	    /* bytes managed */
+	uint64_t used;		    /* bytes in allocated blocks (sum of their sizes); quick-listed
+				     * blocks are free, not used */
+	uint64_t nalloc;	    /* allocated blocks */
+	uint64_t nfree;		    /* free blocks on the TLSF lists */
+	uint64_t nquick;	    /* blocks on the quick lists */
+	uint64_t qbytes;	    /* their bytes */
+	uint64_t qlimit;	    /* bound on qbytes: capacity / 16 */
+	uint64_t flushes;	    /* quick-list flushes so far (coffer__arena_flush()) */
+	uint64_t aligned_scan_fits; /* allocations the bounded aligned scan placed */
+	uint64_t own_class_fits;    /* allocations the own-class fallback scan placed */
 	uint64_t qmap[COFFER_ARENA_QUICK_CLASSES / 64];		/* bit c: quick[c] != NULL */
 	struct coffer__ablk *quick[COFFER_ARENA_QUICK_CLASSES]; /* class c: blocks of
 								 * (c + 1) * 64 bytes */
