@@ -21,9 +21,10 @@
  *   not reach it.
  * - Large objects (>= 2 MiB) are placed at 2 MiB multiples (hugepage-aligned when the arena
  *   is hugepage-backed): the search asks for size + 2 MiB - 64 and trims the front; when that
- *   fails a bounded scan (SCAN_MAX, 64 blocks, from the request's own class up) looks for a
- *   smaller block that still fits aligned, so an object as large as the whole arena can be
- *   placed in an empty one.
+ *   fails a bounded scan (SCAN_MAX, 64 blocks, from the request's rounded class up) looks
+ *   for a smaller block that still fits aligned, then, as for small requests, the own class
+ *   list is scanned (64 more, its own budget: its too-small blocks must not use up the
+ *   first scan's), so an object as large as the whole arena can be placed in an empty one.
  * - Metadata is private heap memory of the store; clients can scribble over the arena's
  *   bytes without affecting it.
  * - Deferred coalescing of small blocks (quick lists). An immediate-coalescing free of a
@@ -242,22 +243,29 @@ static int split_tail(struct coffer__arena *a, struct coffer__ablk *b, uint64_t 
 	return 0;
 }
 
-/* Bounded scan for a block that can hold @size at an @align-aligned offset. It starts at
- * @size's own class (not its rounded one): a block there of at least @size bytes may fit. */
+/* True when free block @b can hold @size at an @align-aligned offset. */
+static inline bool fits_aligned(const struct coffer__ablk *b, uint64_t size, uint64_t align)
+{
+	uint64_t start = (b->off + align - 1) & ~(align - 1);
+
+	return start - b->off <= b->size && b->size - (start - b->off) >= size;
+}
+
+/* Bounded scan for a block that can hold @size at an @align-aligned offset, from @size's
+ * rounded class up (every block there holds @size unaligned; the own class, where most may
+ * not, is scan_own_class()'s, with a budget of its own: many too-small blocks there must not
+ * use up this scan's budget before it reaches the classes above, rel-adv21). */
 static struct coffer__ablk *scan_aligned(struct coffer__arena *a, uint64_t size, uint64_t align)
 {
 	int fl, sl, budget = SCAN_MAX;
 
-	mapping_insert(size, &fl, &sl);
+	mapping_insert(round_to_class(size), &fl, &sl);
 	while (budget > 0 && find_class(a, &fl, &sl)) {
 		struct coffer__ablk *b;
 
-		for (b = a->heads[fl][sl]; b != NULL && budget > 0; b = b->next_free, budget--) {
-			uint64_t start = (b->off + align - 1) & ~(align - 1);
-
-			if (start - b->off <= b->size && b->size - (start - b->off) >= size)
+		for (b = a->heads[fl][sl]; b != NULL && budget > 0; b = b->next_free, budget--)
+			if (fits_aligned(b, size, align))
 				return b;
-		}
 		if (++sl >= (int)COFFER_ARENA_SL_COUNT) {
 			sl = 0;
 			fl++;
@@ -293,17 +301,17 @@ static struct coffer__ablk *find_block(struct coffer__arena *a, uint64_t size, u
 		if (find_class(a, &fl, &sl))
 			b = a->heads[fl][sl];
 	}
-	if (b == NULL && align > COFFER_ARENA_ALIGN)
-		b = scan_aligned(a, size, align);
+	if (b == NULL && align > COFFER_ARENA_ALIGN && (b = scan_aligned(a, size, align)) != NULL)
+		a->aligned_scan_fits++;
 	return b;
 }
 
-/* Fallback after the good-fit search (and the flush) found nothing: the first of at most
- * SCAN_MAX blocks on @size's own class list that holds @size (64-byte multiple), or NULL.
- * The good-fit search skips that list because some of its blocks are smaller than @size;
- * without this scan a request whose only fit is there fails -ENOMEM and its caller evicts
- * for nothing. */
-static struct coffer__ablk *scan_own_class(struct coffer__arena *a, uint64_t size)
+/* Fallback after the good-fit search, the aligned scan (@align > 64) and the flush found
+ * nothing: the first of at most SCAN_MAX blocks on @size's own class list that holds @size
+ * (64-byte multiple) at an @align-aligned offset, or NULL. The searches before skip that
+ * list because some of its blocks are smaller than @size; without this scan a request whose
+ * only fit is there fails -ENOMEM and its caller evicts for nothing. */
+static struct coffer__ablk *scan_own_class(struct coffer__arena *a, uint64_t size, uint64_t align)
 {
 	struct coffer__ablk *b;
 	int fl, sl, budget = SCAN_MAX;
@@ -312,7 +320,7 @@ static struct coffer__ablk *scan_own_class(struct coffer__arena *a, uint64_t siz
 	if (fl >= COFFER_ARENA_FL_COUNT)
 		return NULL;
 	for (b = a->heads[fl][sl]; b != NULL && budget > 0; b = b->next_free, budget--)
-		if (b->size >= size)
+		if (fits_aligned(b, size, align))
 			return b;
 	return NULL;
 }
@@ -363,8 +371,8 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 		coffer__arena_flush(a);
 		b = find_block(a, size, align);
 	}
-	if (b == NULL && align == COFFER_ARENA_ALIGN)
-		b = scan_own_class(a, size);
+	if (b == NULL && (b = scan_own_class(a, size, align)) != NULL)
+		a->own_class_fits++;
 	if (b == NULL)
 		return -ENOMEM;
 	/* Reserve both possible record splits before touching the lists, so a metadata

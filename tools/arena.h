@@ -44,15 +44,17 @@ struct coffer__ablk {
 };
 
 struct coffer__arena {
-	uint64_t capacity; /* bytes managed */
-	uint64_t used;	   /* bytes in allocated blocks (sum of their sizes); quick-listed
-			    * blocks are free, not used */
-	uint64_t nalloc;   /* allocated blocks */
-	uint64_t nfree;	   /* free blocks on the TLSF lists */
-	uint64_t nquick;   /* blocks on the quick lists */
-	uint64_t qbytes;   /* their bytes */
-	uint64_t qlimit;   /* bound on qbytes: capacity / 16 */
-	uint64_t flushes;  /* quick-list flushes so far (coffer__arena_flush()) */
+	uint64_t capacity;	    /* bytes managed */
+	uint64_t used;		    /* bytes in allocated blocks (sum of their sizes); quick-listed
+				     * blocks are free, not used */
+	uint64_t nalloc;	    /* allocated blocks */
+	uint64_t nfree;		    /* free blocks on the TLSF lists */
+	uint64_t nquick;	    /* blocks on the quick lists */
+	uint64_t qbytes;	    /* their bytes */
+	uint64_t qlimit;	    /* bound on qbytes: capacity / 16 */
+	uint64_t flushes;	    /* quick-list flushes so far (coffer__arena_flush()) */
+	uint64_t aligned_scan_fits; /* allocations the bounded aligned scan placed */
+	uint64_t own_class_fits;    /* allocations the own-class fallback scan placed */
 	uint64_t qmap[COFFER_ARENA_QUICK_CLASSES / 64];		/* bit c: quick[c] != NULL */
 	struct coffer__ablk *quick[COFFER_ARENA_QUICK_CLASSES]; /* class c: blocks of
 								 * (c + 1) * 64 bytes */
@@ -88,10 +90,11 @@ void coffer__arena_fini(struct coffer__arena *a);
  * recently freed block of exactly that size). When neither that nor the TLSF search finds
  * a block, the quick lists are flushed (coalesced) and the search is repeated, then the
  * request's own class list (whose blocks the rounded-up search skips) is scanned, at most
- * 64 blocks; so -ENOMEM means that no block fits even with every free byte coalesced
- * (within that scan's bound): a caller may evict on it.
- * Return: 0; -EINVAL (size 0); -E2BIG (larger than the capacity: can never fit); -ENOMEM (no
- * free block fits now, or metadata allocation failed).
+ * 64 blocks (a large size: for an aligned fit, after at most 64 blocks of the classes above
+ * it, which hold it unaligned); so -ENOMEM means that no block fits even with every free byte
+ * coalesced (within that scan's bound): a caller may evict on it. Return: 0; -EINVAL (size 0);
+ * -E2BIG (larger than the capacity: can never fit); -ENOMEM (no free block fits now, or metadata
+ * allocation failed).
  */
 int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__ablk **out);
 

@@ -1502,6 +1502,57 @@ static void test_bulk_above_ring(void **state)
 }
 
 /*
+ * The other side of test_bulk_above_ring: a bulk call of exactly the ring's entries (and
+ * one less) is legitimate and served (the fake serves one channel: no blocking call); with one
+ * request of the channel still waiting (the fake never answers ID 6) a bulk call of all the entries
+ * does not fit now, which is -EAGAIN ("poll, then retry"), not -EINVAL, and one of the free slots'
+ * number still goes out.
+ */
+static void test_bulk_at_ring(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oids[FAKE_ENTRIES], never = {{6}};
+	struct coffer_obj_buf bufs[FAKE_ENTRIES];
+	struct coffer_event ev, stuck;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+	uint64_t size = 0;
+
+	for (unsigned int i = 0; i < FAKE_ENTRIES; i++)
+		oids[i] = (struct coffer_oid){{4}}; /* the fake answers 10 bytes at 4096 */
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	for (unsigned int n = FAKE_ENTRIES - 1; n <= FAKE_ENTRIES; n++) {
+		memset(bufs, 0, sizeof(bufs));
+		assert_int_equal(coffer_obj_get_bulk(c, oids, n, 0, bufs, &ev), 0);
+		assert_int_equal(poll_one(eq, &ev), 0);
+		assert_int_equal(ev.ev_error, 0);
+		for (unsigned int i = 0; i < n; i++) {
+			assert_int_equal(bufs[i].status, 0);
+			assert_int_equal(bufs[i].size, 10);
+		}
+	}
+	assert_int_equal(coffer_event_init(&stuck, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &never, 0, &d, &size, &stuck), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	assert_int_equal(coffer_obj_get_bulk(c, oids, FAKE_ENTRIES, 0, bufs, &ev), -EAGAIN);
+	assert_int_equal(coffer_obj_get_bulk(c, oids, FAKE_ENTRIES - 1, 0, bufs, &ev), 0);
+	assert_int_equal(poll_one(eq, &ev), 0);
+	assert_int_equal(ev.ev_error, 0);
+	assert_int_equal(coffer_disconnect(c), 0); /* completes the stuck get */
+	assert_int_equal(poll_one(eq, &stuck), 0);
+	assert_int_equal(stuck.ev_error, -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&stuck), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+/*
  * Paths where no coffer-store can listen are "no store there" (-ECONNREFUSED), however the
  * kernel words it: a socket of another type (connect(2): EPROTOTYPE) and a path through a
  * regular file (ENOTDIR) leaked as -EPROTOTYPE and -ENOTDIR, codes coffer/store.h does not
@@ -1595,6 +1646,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test(test_connect_not_a_store),
 	    cmocka_unit_test_setup_teardown(test_bulk_above_ring, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bulk_at_ring, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -222,6 +222,64 @@ static void test_fit_in_own_class(void **state)
 	coffer__arena_fini(&a);
 }
 
+/* A large request whose only aligned fit is in a class above its own, with more than the
+ * scan's 64 blocks of its own class free (each smaller than it): the bounded aligned scan
+ * spent its whole budget on the own class, which cannot hold the request, and answered
+ * -ENOMEM although the next class up held an aligned fit (the object table would evict for
+ * it, or refuse a create when what is left is pinned). The own class is a fallback: scanned
+ * after the classes above it, with a budget of its own. */
+static void test_own_class_does_not_starve_aligned_scan(void **state)
+{
+	enum { GROUPS = 70 };
+	const uint64_t half = 1 * MiB + 8 * 1024;   /* two of them: 2 MiB + 16 KiB, own class */
+	const uint64_t rhalf = 1 * MiB + 96 * 1024; /* two: 2 MiB + 192 KiB, the class above */
+	struct coffer__ablk *p[GROUPS], *q[GROUPS], *sep, *pad = NULL, *r1, *r2, *last, *b;
+	struct coffer__arena a;
+	uint64_t off = 0, cap, r_off;
+	int i;
+
+	(void)state;
+	for (i = 0; i < GROUPS; i++)
+		off += 2 * half + 64;
+	r_off = (off + COFFER_ARENA_LARGE - 1) & ~(uint64_t)(COFFER_ARENA_LARGE - 1);
+	cap = r_off + 2 * rhalf + 64 + 1 * MiB;
+	/* Carve the arena front to back: every allocation takes the front of the one free
+	 * block, so the layout is known; nothing is left free. Each takes from a remainder in
+	 * a class above its own, or ends on a class boundary (the last, 1 MiB), so the carving
+	 * itself needs no own-class fit. */
+	assert_int_equal(coffer__arena_init(&a, cap), 0);
+	for (i = 0; i < GROUPS; i++) {
+		assert_int_equal(coffer__arena_alloc(&a, half, &p[i]), 0);
+		assert_int_equal(coffer__arena_alloc(&a, half, &q[i]), 0);
+		assert_int_equal(coffer__arena_alloc(&a, 64, &sep), 0);
+	}
+	if (r_off > off)
+		assert_int_equal(coffer__arena_alloc(&a, r_off - off, &pad), 0);
+	assert_int_equal(coffer__arena_alloc(&a, rhalf, &r1), 0);
+	assert_int_equal(r1->off, r_off);
+	assert_int_equal(coffer__arena_alloc(&a, rhalf, &r2), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 64, &sep), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 1 * MiB, &last), 0);
+	assert_int_equal(a.used, cap);
+	for (i = 0; i < GROUPS; i++) {
+		coffer__arena_free(&a, p[i]);
+		coffer__arena_free(&a, q[i]);
+	}
+	coffer__arena_free(&a, r1);
+	coffer__arena_free(&a, r2);
+	coffer__arena_flush(&a);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	assert_int_equal(a.nfree, GROUPS + 1);
+	/* 2 MiB + 32 KiB: own class [2 MiB, 2 MiB + 128 KiB) holds 70 free blocks of
+	 * 2 MiB + 16 KiB; the one fit is 2 MiB + 192 KiB at a 2 MiB multiple. */
+	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB + 32 * 1024, &b), 0);
+	assert_int_equal(b->off, r_off);
+	assert_int_equal(b->size, 2 * MiB + 32 * 1024);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_fini(&a);
+	(void)pad;
+}
+
 /* A small block freed goes to its quick list without coalescing and is the next block of
  * its size handed out; other sizes do not take it. */
 static void test_quick_reuse(void **state)
@@ -367,22 +425,44 @@ static void test_quick_bounds(void **state)
 	coffer__arena_fini(&a);
 }
 
+/* Free blocks on the TLSF list of @size's own class (tools/arena.c, mapping_insert()). */
+static uint64_t own_class_len(const struct coffer__arena *a, uint64_t size)
+{
+	uint64_t u = size / COFFER_ARENA_ALIGN, n = 0;
+	const struct coffer__ablk *b;
+	int fl, sl, k;
+
+	if (u < COFFER_ARENA_SL_COUNT) {
+		fl = 0;
+		sl = (int)u;
+	} else {
+		k = 63 - __builtin_clzll(u);
+		fl = k - (COFFER_ARENA_SL_LOG2 - 1);
+		sl = (int)((u >> (k - COFFER_ARENA_SL_LOG2)) & (COFFER_ARENA_SL_COUNT - 1));
+	}
+	for (b = a->heads[fl][sl]; b != NULL; b = b->next_free)
+		n++;
+	return n;
+}
+
 /* A randomized sequence of allocations and frees, mostly small with some over the quick
  * bound and some large (aligned), against a model: the live blocks never overlap, the
  * accounting equals the model's after every step, coffer__arena_check() passes after every
  * step, and an allocation fails only when the model's free bytes cannot hold it and the
  * coalesced arena has no fitting block. @capacity bytes, up to @n blocks live at once,
- * @steps steps; @small_pct percent of the allocations are of 64..512 bytes. With @drain,
+ * @steps steps; @small_pct percent of the allocations are of 64..512 bytes (2 KiB..64 KiB with
+ * @within_class, the rest 2..4 MiB: sizes anywhere in their classes). With @drain,
  * every other 25000 steps skip 19 in 20 allocations, so frees outnumber them and the
  * quick lists grow until a bound flushes them. */
-static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small_pct, bool drain)
+static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small_pct, bool drain,
+			     bool within_class)
 {
 	const int N = n;
 	struct coffer__ablk **blks = calloc((size_t)n, sizeof(*blks));
 	uint64_t *offs = calloc((size_t)n, sizeof(*offs));
 	uint64_t *sizes = calloc((size_t)n, sizeof(*sizes));
 	struct coffer__arena a;
-	uint64_t used = 0, nalloc = 0, count_flushes = 0;
+	uint64_t used = 0, nalloc = 0, count_flushes = 0, a_own, a_aligned;
 	int i, j, step;
 
 	assert_non_null(blks);
@@ -408,7 +488,11 @@ static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small
 			uint64_t r = rnd() % 100, size, need;
 			int rc;
 
-			if (r < small_pct)
+			if (within_class && r < small_pct) /* classes 256 B..4 KiB wide */
+				size = 2048 + rnd() % (62 * 1024);
+			else if (within_class) /* large, classes 128..256 KiB wide */
+				size = 2 * MiB + rnd() % (2 * MiB);
+			else if (r < small_pct)
 				size = 64 * (1 + rnd() % 8); /* few classes: much reuse */
 			else if (r < 95)
 				size = 1 + rnd() % (COFFER_ARENA_QUICK_MAX + 4096);
@@ -426,6 +510,11 @@ static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small
 				if (need >= COFFER_ARENA_LARGE)
 					need += COFFER_ARENA_LARGE - 64;
 				assert_true(coffer__arena_largest_free(&a) < need + need / 16 + 64);
+				/* A small one: the good-fit search covers the classes above its
+				 * own, the fallback scan its own (64 blocks), the classes below
+				 * hold only smaller blocks; so no free block holds it. */
+				if (need < COFFER_ARENA_LARGE && own_class_len(&a, need) <= 64)
+					assert_true(coffer__arena_largest_free(&a) < need);
 			} else {
 				assert_int_equal(rc, 0);
 				assert_true(blks[i]->size == ((size + 63) & ~63ull));
@@ -454,19 +543,27 @@ static void randomized_model(uint64_t capacity, int n, int steps, uint64_t small
 	assert_int_equal(coffer__arena_check(&a), 0);
 	assert_int_equal(a.nfree, 1);
 	assert_int_equal(a.used, 0);
+	a_own = a.own_class_fits;
+	a_aligned = a.aligned_scan_fits;
 	coffer__arena_fini(&a);
 	free(blks);
 	free(offs);
 	free(sizes);
 	if (n > (int)COFFER_ARENA_QUICK_COUNT)
 		assert_true(count_flushes > 0); /* the run did reach the count bound */
+	print_message("own-class fits %llu, aligned-scan fits %llu\n", (unsigned long long)a_own,
+		      (unsigned long long)a_aligned);
+	if (within_class) { /* the fallback scans did place blocks, under the checks above */
+		assert_true(a_own > 0);
+		assert_true(a_aligned > 0);
+	}
 }
 
 /* 8 MiB, up to 512 blocks live: the byte bound (512 KiB) and failed allocations flush. */
 static void test_randomized_model(void **state)
 {
 	(void)state;
-	randomized_model(8 * MiB, 512, 30000, 70, false);
+	randomized_model(8 * MiB, 512, 30000, 70, false, false);
 }
 
 /* 1 GiB, up to 10000 blocks live, nearly all small: the count bound
@@ -475,7 +572,16 @@ static void test_randomized_model(void **state)
 static void test_randomized_model_count_bound(void **state)
 {
 	(void)state;
-	randomized_model(1024 * MiB, 10000, 50000, 97, true);
+	randomized_model(1024 * MiB, 10000, 50000, 97, true, false);
+}
+
+/* 64 MiB, up to 256 blocks live, sizes spread within wide classes (2 KiB..64 KiB, and
+ * 2..4 MiB aligned): a full arena's failures reach the own-class fallback and the aligned
+ * scan, which must place blocks (counted) under the same checks. */
+static void test_randomized_model_within_class(void **state)
+{
+	(void)state;
+	randomized_model(64 * MiB, 256, 30000, 90, false, true);
 }
 
 int main(void)
@@ -486,11 +592,13 @@ int main(void)
 	    cmocka_unit_test(test_bounded_fragmentation),
 	    cmocka_unit_test(test_capacity_sized_large_object),
 	    cmocka_unit_test(test_fit_in_own_class),
+	    cmocka_unit_test(test_own_class_does_not_starve_aligned_scan),
 	    cmocka_unit_test(test_quick_reuse),
 	    cmocka_unit_test(test_flush_on_failure),
 	    cmocka_unit_test(test_quick_bounds),
 	    cmocka_unit_test(test_randomized_model),
 	    cmocka_unit_test(test_randomized_model_count_bound),
+	    cmocka_unit_test(test_randomized_model_within_class),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
