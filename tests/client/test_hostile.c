@@ -728,24 +728,25 @@ static int setup_bad_bell(void **state)
 	return setup_fake(state, false, false, true, NULL);
 }
 
-static int setup_hello_fds(void **state, int mode)
+/* A plain fake whose misbehaviour is one field of struct fake, at byte offset @field, set to
+ * @mode before the fake answers (it waits for our HELLO); atomic: no sync TSan sees. */
+static int setup_fake_mode(void **state, size_t field, int mode)
 {
 	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
 
-	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
 	if (rc == 0)
-		((struct fake *)*state)->hello_fds = mode;
+		atomic_store((atomic_int *)(void *)((char *)*state + field), mode);
 	return rc;
+}
+
+static int setup_hello_fds(void **state, int mode)
+{
+	return setup_fake_mode(state, offsetof(struct fake, hello_fds), mode);
 }
 
 static int setup_full_bell(void **state, int mode)
 {
-	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
-
-	/* before the fake answers (it waits for our HELLO) */
-	if (rc == 0)
-		((struct fake *)*state)->full_bell = mode;
-	return rc;
+	return setup_fake_mode(state, offsetof(struct fake, full_bell), mode);
 }
 
 static int setup_full_bell_at_hello(void **state)
@@ -770,12 +771,7 @@ static int setup_hello_3fds(void **state)
 
 static int setup_read_only(void **state, int which)
 {
-	int rc = setup_fake_full(state, false, false, false, NULL, IX_NONE, SHR_NONE, 0);
-
-	/* before the fake answers (it waits for our HELLO); atomic: no sync TSan sees */
-	if (rc == 0)
-		((struct fake *)*state)->read_only = which;
-	return rc;
+	return setup_fake_mode(state, offsetof(struct fake, read_only), which);
 }
 
 static int setup_read_only_arena(void **state)

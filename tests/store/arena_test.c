@@ -153,6 +153,18 @@ static void test_bounded_fragmentation(void **state)
 	coffer__arena_fini(&a);
 }
 
+/* Ends a test with blocks @x and @y the only ones allocated: frees both, and checks that the
+ * flushed arena is one free block again before it is torn down. */
+static void free_both_and_fini(struct coffer__arena *a, struct coffer__ablk *x,
+			       struct coffer__ablk *y)
+{
+	coffer__arena_free(a, x);
+	coffer__arena_free(a, y);
+	coffer__arena_flush(a);
+	assert_int_equal(a->nfree, 1);
+	coffer__arena_fini(a);
+}
+
 static void test_capacity_sized_large_object(void **state)
 {
 	struct coffer__arena a;
@@ -172,11 +184,7 @@ static void test_capacity_sized_large_object(void **state)
 	assert_int_equal(b->off, 2 * MiB);
 	assert_int_equal(a.used, 3 * MiB + 128);
 	assert_int_equal(coffer__arena_check(&a), 0);
-	coffer__arena_free(&a, c);
-	coffer__arena_free(&a, b);
-	coffer__arena_flush(&a);
-	assert_int_equal(a.nfree, 1);
-	coffer__arena_fini(&a);
+	free_both_and_fini(&a, c, b);
 }
 
 /* The only fitting free block lies in the request's own class (larger than the request,
@@ -199,11 +207,7 @@ static void test_fit_in_own_class(void **state)
 	assert_int_equal(b->size, 4160);
 	assert_int_equal(a.used, 1 * MiB - 64);
 	assert_int_equal(coffer__arena_check(&a), 0);
-	coffer__arena_free(&a, b);
-	coffer__arena_free(&a, rest);
-	coffer__arena_flush(&a);
-	assert_int_equal(a.nfree, 1);
-	coffer__arena_fini(&a);
+	free_both_and_fini(&a, b, rest);
 
 	/* Large: class [2 MiB, 2 MiB + 128 KiB); the free block is 2 MiB + 64 KiB at offset
 	 * 0 (aligned), the request 2 MiB + 32 KiB. */
@@ -215,11 +219,7 @@ static void test_fit_in_own_class(void **state)
 	assert_int_equal(coffer__arena_alloc(&a, 2 * MiB + 32 * 1024, &b), 0);
 	assert_int_equal(b->off, 0);
 	assert_int_equal(coffer__arena_check(&a), 0);
-	coffer__arena_free(&a, b);
-	coffer__arena_free(&a, rest);
-	coffer__arena_flush(&a);
-	assert_int_equal(a.nfree, 1);
-	coffer__arena_fini(&a);
+	free_both_and_fini(&a, b, rest);
 }
 
 /* A large request whose only aligned fit is in a class above its own, with more than the
