@@ -1770,9 +1770,17 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 		return 0;
 	if (td->o.file_size_high)
 		size = td->o.file_size_high;
-	else if (td->o.size && td->o.nr_files)
-		size = td->o.size / td->o.nr_files +
-		       td_min_bs(td); /* first files may get a block more */
+	else if (td->o.size && td->o.nr_files) {
+		/*
+		 * fio's share of size= per file, plus the block fio gives the first files when
+		 * the remainder holds one (setup_files() in fio's filesetup.c): no more, or fio
+		 * issues a block that ends past size= (size=100k bs=12k wrote 108 KiB where
+		 * psync and null write 96 KiB). open_file grows it where the job's I/O needs.
+		 */
+		size = td->o.size / td->o.nr_files;
+		if ((td->o.size - size * td->o.nr_files) / td_min_bs(td))
+			size += td_min_bs(td);
+	}
 	else {
 		/* fio would fail with a bare "total_file_size ... Invalid argument" */
 		log_err("fio: coffer: %s has no size of its own (its blocks live in the store): "

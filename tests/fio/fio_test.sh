@@ -467,6 +467,34 @@ case_offset() {
 	say "offset=2m and offset_increment=1m (3 jobs): every job wrote and verified its 1 MiB"
 }
 
+# size= that is not a multiple of bs: the engine's file must not let fio issue a block that
+# ends past size= (fio's null engine and psync on a file stop before it); the same shapes
+# through the null engine give the expected byte counts.
+case_size_remainder() {
+	local i=0 shape want got rc
+	start_store 64M
+	for shape in "--size=100k --bs=12k --rw=write" "--size=100k --bs=4k --nrfiles=3 --rw=write" \
+		"--size=100k --bs=12k --nrfiles=2 --rw=write" "--size=1m --bs=12k --rw=randwrite" \
+		"--size=100k --bs=12k --offset=2m --rw=write"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086 # the shape is a list of options
+		fio --name=r --ioengine=null $shape --output-format=json --output="$work/n$i.json" \
+			>"$work/n$i.log" 2>&1 || fail "null engine, $shape: $(cat "$work/n$i.log")"
+		want=$(jq '.jobs[0].write.io_bytes' "$work/n$i.json")
+		# shellcheck disable=SC2086
+		fio_engine --coffer_socket="$sock" --coffer_namespace="rem$i" --name=r $shape \
+			--verify=crc32c --output-format=json --output="$work/c$i.json" >"$work/c$i.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/c$i.log"
+		[ "$rc" -eq 0 ] || fail "$shape: $(cat "$work/c$i.log" "$work/c$i.json")"
+		got=$(jq '.jobs[0].write.io_bytes' "$work/c$i.json")
+		[ "$got" -eq "$want" ] || fail "$shape: wrote $got bytes, fio's null engine $want"
+		got=$(jq '.jobs[0].read.io_bytes' "$work/c$i.json")
+		[ "$got" -eq "$want" ] || fail "$shape: verified $got bytes, expected $want"
+	done
+	say "size= not a multiple of bs: the same bytes as fio's null engine, verified"
+}
+
 # Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
 # finds a block that another job has created but not sealed yet (-EEXIST) must not read it
 # before that seal, or the read fails with ENOENT. Made deterministic with fio_block, which
@@ -776,6 +804,7 @@ unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
 prefill-creator-dies) case_prefill_creator_dies ;;
 offset) case_offset ;;
+size-remainder) case_size_remainder ;;
 overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
 store-stopped) case_store_dies STOP ;;
@@ -788,7 +817,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac
