@@ -26,7 +26,9 @@
 #   missing       a read of a never-written block fails with ENOENT by default (its line
 #                 names the fix: coffer_prefill=1 or coffer_missing=zeros, and the other
 #                 causes: a read bs unlike the written one, eviction), returns zeros
-#                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks; a
+#                 prefilled job whose blocks another job's prefill evicted is told so
+#                 (eviction, a larger -m), not advised coffer_prefill=1
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
 #   store-stopped the same with the store stopped (SIGSTOP) instead: alive but silent, it
@@ -37,6 +39,9 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   size-remainder  size= not a multiple of bs: the engine's files let fio write (and verify)
+#                 exactly what fio's null engine does, never a block past size=; before,
+#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB
 #   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
 #                 name of a fio file (the engine's files live in the store); before, fio's
 #                 default unlink removed it
@@ -364,6 +369,15 @@ case_missing() {
 	[ "$rc" -eq 0 ] || fail "coffer_prefill=1: $(cat "$work/p.log" "$work/p.json")"
 	[ "$(jq '.jobs[0].read.io_bytes' "$work/p.json")" -eq $((4 << 20)) ] ||
 		fail "coffer_prefill=1: not every block was read"
+	# prefill into a store too small for the jobs' data set (two jobs of 100 MiB, 128 MiB
+	# store): the second job's prefill evicts the first's blocks; the line must blame
+	# eviction and the store's size, not advise coffer_prefill=1, which the job sets
+	fails_saying "$work/p2.log" \
+		"coffer: read of .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
+		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 --name=s \
+		--rw=randread --bs=64k --size=100m --numjobs=2 --iodepth=8
+	grep -q "set coffer_prefill=1" "$work/p2.log" &&
+		fail "coffer_prefill=1 set, yet the line advises it: $(cat "$work/p2.log")"
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
 }
 
