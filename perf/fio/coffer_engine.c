@@ -1788,8 +1788,7 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 		size = td->o.size / td->o.nr_files;
 		if ((td->o.size - size * td->o.nr_files) / td_min_bs(td))
 			size += td_min_bs(td);
-	}
-	else {
+	} else {
 		/* fio would fail with a bare "total_file_size ... Invalid argument" */
 		log_err("fio: coffer: %s has no size of its own (its blocks live in the store): "
 			"give size= or filesize= in bytes (not a percentage)\n",
