@@ -32,7 +32,10 @@ COFFER_API const char *coffer_strerror(int err)
 		return "invalid argument (or a handle of the wrong type, or a bad COFFER_* "
 		       "environment variable: coffer_env_check() names it)";
 	case EEXIST:
-		return "object or key already exists";
+		/* A create or put of an ID that exists says only this; the fix is a flag. */
+		return "object or key already exists (or a replacement of it is still being "
+		       "written): to replace a sealed object, create or put with "
+		       "COFFER_CREATE_REPLACE";
 	case EBUSY:
 		return "busy: still in use or still running";
 	case ENOMEM:
@@ -66,8 +69,12 @@ COFFER_API const char *coffer_strerror(int err)
 	case ETIMEDOUT:
 		/* Only the store's silence: coffer_eq_poll()/coffer_event_test() time out with
 		 * 0, not with an error. */
+		/* coffer_connect() gets it too from a peer that is not a coffer-store (store.h),
+		 * where "connect again" alone would time out again. */
 		return "timed out: coffer-store did not answer within COFFER_STORE_TIMEOUT_MS "
-		       "(stopped or wedged); the connection is given up on: connect again";
+		       "(stopped or wedged; from coffer_connect(), also a socket that is not a "
+		       "coffer-store's, or a full listen backlog); the connection is given up "
+		       "on: connect again";
 	case EAGAIN:
 		/* store.h's four meanings: an @ev call's full channel, a reserve past
 		 * COFFER_RESERVE_MAX, an index miss of coffer_obj_read_oid()/_vec(), and

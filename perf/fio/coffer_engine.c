@@ -214,6 +214,7 @@ struct cf_data {
 	unsigned int nr_ready;	      /* entries in ready[] */
 	bool may_conflict;	      /* the job writes or trims: check reads against those */
 	bool index;		      /* coffer_index: try the object index first */
+	bool prefill;		      /* coffer_prefill: every block existed before the reads */
 	unsigned int depth;	      /* size of events[] and queued[] (td->o.iodepth) */
 	struct cf_op *retry;	      /* second stages waiting for channel room (LIFO) */
 	struct coffer_oid *rel_pend;  /* blocks read and not yet released (COFFER_GET_BULK_MAX) */
@@ -532,15 +533,21 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 	cd->err_logged = true;
 	if (io_u->ddir == DDIR_TRIM)
 		what = "trim";
+	/* With coffer_prefill=1 the block existed before the reads began: advising the option
+	 * the job already sets would send the user the wrong way. */
 	log_err("fio: coffer: %s of %s at offset %llu failed: %s%s\n", what,
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
 		cf_strerror(err),
-		io_u->ddir == DDIR_READ && err == -ENOENT
-		    ? "; the block was never written, written with another block size (read "
+		io_u->ddir != DDIR_READ || err != -ENOENT ? ""
+		: cd->prefill
+		    ? "; coffer_prefill=1 created every block before the reads, so this one was "
+		      "evicted since (the jobs' data set is larger than the store: give "
+		      "coffer-store a larger -m), trimmed, or written with another block size "
+		      "(read with the bs it was written with)"
+		    : "; the block was never written, written with another block size (read "
 		      "with the bs it was written with), or evicted (give coffer-store a larger "
 		      "-m): set coffer_prefill=1 to create missing blocks, or "
-		      "coffer_missing=zeros to read them as zeros"
-		    : "");
+		      "coffer_missing=zeros to read them as zeros");
 }
 
 /* Whether @stage is one of a write's or a trim's, launched, parked or waiting. */
@@ -1087,6 +1094,7 @@ static int cf_init(struct thread_data *td)
 		;
 	cd->wt_count = calloc((size_t)cd->wt_mask + 1, sizeof(*cd->wt_count));
 	cd->index = o->index != 0;
+	cd->prefill = o->prefill != 0;
 	cd->may_conflict = td_write(td) || td_trim(td);
 	/* writes of one block size put reserved blocks (coffer_put) */
 	if (o->put && td_write(td) && td->o.min_bs[DDIR_WRITE] == td->o.max_bs[DDIR_WRITE] &&
@@ -1770,10 +1778,17 @@ static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 		return 0;
 	if (td->o.file_size_high)
 		size = td->o.file_size_high;
-	else if (td->o.size && td->o.nr_files)
-		size = td->o.size / td->o.nr_files +
-		       td_min_bs(td); /* first files may get a block more */
-	else {
+	else if (td->o.size && td->o.nr_files) {
+		/*
+		 * fio's share of size= per file, plus the block fio gives the first files when
+		 * the remainder holds one (setup_files() in fio's filesetup.c): no more, or fio
+		 * issues a block that ends past size= (size=100k bs=12k wrote 108 KiB where
+		 * psync and null write 96 KiB). open_file grows it where the job's I/O needs.
+		 */
+		size = td->o.size / td->o.nr_files;
+		if ((td->o.size - size * td->o.nr_files) / td_min_bs(td))
+			size += td_min_bs(td);
+	} else {
 		/* fio would fail with a bare "total_file_size ... Invalid argument" */
 		log_err("fio: coffer: %s has no size of its own (its blocks live in the store): "
 			"give size= or filesize= in bytes (not a percentage)\n",

@@ -26,7 +26,9 @@
 #   missing       a read of a never-written block fails with ENOENT by default (its line
 #                 names the fix: coffer_prefill=1 or coffer_missing=zeros, and the other
 #                 causes: a read bs unlike the written one, eviction), returns zeros
-#                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks
+#                 with coffer_missing=zeros, and coffer_prefill=1 creates the blocks; a
+#                 prefilled job whose blocks another job's prefill evicted is told so
+#                 (eviction, a larger -m), not advised coffer_prefill=1
 #   store-dies    the store is killed (SIGKILL) while two jobs have I/O in flight: every
 #                 job fails with ENOTCONN within seconds, fio exits non-zero, nothing crashed
 #   store-stopped the same with the store stopped (SIGSTOP) instead: alive but silent, it
@@ -37,6 +39,9 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   size-remainder  size= not a multiple of bs: the engine's files let fio write (and verify)
+#                 exactly what fio's null engine does, never a block past size=; before,
+#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB
 #   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
 #                 name of a fio file (the engine's files live in the store); before, fio's
 #                 default unlink removed it
@@ -364,6 +369,15 @@ case_missing() {
 	[ "$rc" -eq 0 ] || fail "coffer_prefill=1: $(cat "$work/p.log" "$work/p.json")"
 	[ "$(jq '.jobs[0].read.io_bytes' "$work/p.json")" -eq $((4 << 20)) ] ||
 		fail "coffer_prefill=1: not every block was read"
+	# prefill into a store too small for the jobs' data set (two jobs of 100 MiB, 128 MiB
+	# store): the second job's prefill evicts the first's blocks; the line must blame
+	# eviction and the store's size, not advise coffer_prefill=1, which the job sets
+	fails_saying "$work/p2.log" \
+		"coffer: read of .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
+		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 --name=s \
+		--rw=randread --bs=64k --size=100m --numjobs=2 --iodepth=8
+	grep -q "set coffer_prefill=1" "$work/p2.log" &&
+		fail "coffer_prefill=1 set, yet the line advises it: $(cat "$work/p2.log")"
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
 }
 
@@ -465,6 +479,34 @@ case_offset() {
 	[ "$verified" = "[1048576,1048576,1048576]" ] ||
 		fail "offset_increment=1m: jobs verified $verified bytes, expected 1 MiB each"
 	say "offset=2m and offset_increment=1m (3 jobs): every job wrote and verified its 1 MiB"
+}
+
+# size= that is not a multiple of bs: the engine's file must not let fio issue a block that
+# ends past size= (fio's null engine and psync on a file stop before it); the same shapes
+# through the null engine give the expected byte counts.
+case_size_remainder() {
+	local i=0 shape want got rc
+	start_store 64M
+	for shape in "--size=100k --bs=12k --rw=write" "--size=100k --bs=4k --nrfiles=3 --rw=write" \
+		"--size=100k --bs=12k --nrfiles=2 --rw=write" "--size=1m --bs=12k --rw=randwrite" \
+		"--size=100k --bs=12k --offset=2m --rw=write"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086 # the shape is a list of options
+		fio --name=r --ioengine=null $shape --output-format=json --output="$work/n$i.json" \
+			>"$work/n$i.log" 2>&1 || fail "null engine, $shape: $(cat "$work/n$i.log")"
+		want=$(jq '.jobs[0].write.io_bytes' "$work/n$i.json")
+		# shellcheck disable=SC2086
+		fio_engine --coffer_socket="$sock" --coffer_namespace="rem$i" --name=r $shape \
+			--verify=crc32c --output-format=json --output="$work/c$i.json" >"$work/c$i.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/c$i.log"
+		[ "$rc" -eq 0 ] || fail "$shape: $(cat "$work/c$i.log" "$work/c$i.json")"
+		got=$(jq '.jobs[0].write.io_bytes' "$work/c$i.json")
+		[ "$got" -eq "$want" ] || fail "$shape: wrote $got bytes, fio's null engine $want"
+		got=$(jq '.jobs[0].read.io_bytes' "$work/c$i.json")
+		[ "$got" -eq "$want" ] || fail "$shape: verified $got bytes, expected $want"
+	done
+	say "size= not a multiple of bs: the same bytes as fio's null engine, verified"
 }
 
 # Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
@@ -776,6 +818,7 @@ unlink) case_unlink ;;
 prefill-busy) case_prefill_busy ;;
 prefill-creator-dies) case_prefill_creator_dies ;;
 offset) case_offset ;;
+size-remainder) case_size_remainder ;;
 overwrite) case_overwrite ;;
 store-dies) case_store_dies KILL ;;
 store-stopped) case_store_dies STOP ;;
@@ -788,7 +831,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
 	exit 2
 	;;
 esac

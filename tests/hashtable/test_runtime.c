@@ -437,6 +437,11 @@ static void test_strerror(void **state)
 	 * "Permission denied" (a root client of another user's store gets it too) */
 	assert_non_null(strstr(coffer_strerror(-EACCES), "own user"));
 	assert_non_null(strstr(coffer_strerror(-EACCES), "--socket-mode=0660"));
+	/* -EEXIST from a create or put: the flag that replaces, not only "exists" */
+	assert_non_null(strstr(coffer_strerror(-EEXIST), "COFFER_CREATE_REPLACE"));
+	/* coffer_connect()'s -ETIMEDOUT also comes from a socket that is not a coffer-store's
+	 * (store.h), which "stopped or wedged" alone does not suggest */
+	assert_non_null(strstr(coffer_strerror(-ETIMEDOUT), "not a coffer-store"));
 }
 
 /*
