@@ -82,11 +82,28 @@ static const char usage[] =
     "  -s, --socket SOCKET  the store's socket (default: as coffer-store)\n"
     "  --json               one JSON object instead of a table\n"
     "Waits up to COFFER_STORE_TIMEOUT_MS (milliseconds, default 10000) for the answer.\n"
-    "'clients' counts coffer-stat's own connection; 'used' includes sealed,\n"
-    "unreferenced objects the store may evict (a cache, not a leak), and blocks\n"
-    "reserved and not yet put (also shown apart as reserved_bytes). Free bytes\n"
-    "(capacity - used) include quick_bytes: small freed blocks not yet coalesced,\n"
-    "reused at once for a request of the same size, coalesced when one fits nowhere.\n";
+    "Fields (counts now, unless 'since start'):\n"
+    "  clients          connections, coffer-stat's own included\n"
+    "  used_bytes       allocated arena bytes: objects, sealed and unreferenced ones\n"
+    "                   the store may evict included (a cache, not a leak), and\n"
+    "                   reserved blocks\n"
+    "  free_bytes       capacity - used (table only); includes quick_bytes\n"
+    "  objects_created  objects created and not yet sealed (a put seals at once, so\n"
+    "                   the fio engine's writes do not show here)\n"
+    "  objects_sealed   sealed objects\n"
+    "  evictions, evicted_bytes   since start: objects evicted for room\n"
+    "  reserved_blocks, reserved_bytes   reserved for a later put, within used\n"
+    "  index_slots, index_objects   the shared index clients read objects through\n"
+    "                   without a request, and the sealed objects in it now\n"
+    "  index_unplaced   since start: seals whose object found no index slot; harmless\n"
+    "                   (those objects are read through the store), a steady climb\n"
+    "                   only means more such reads\n"
+    "  second_chances   since start: objects eviction passed over because they were\n"
+    "                   used since it last looked (CLOCK)\n"
+    "  quick_blocks, quick_bytes   small freed blocks not yet coalesced, reused at\n"
+    "                   once for a request of the same size, coalesced when one fits\n"
+    "                   nowhere (at most 1/16 of the capacity)\n"
+    "See docs/protocol.md (QUERY_REPLY, the object index) for more.\n";
 
 int main(int argc, char **argv)
 {
@@ -212,6 +229,8 @@ int main(int argc, char **argv)
 	printf("%-18s %" PRIu64 " (%.1f%%)\n", "used_bytes", info.used_bytes,
 	       info.capacity_bytes ? 100.0 * (double)info.used_bytes / (double)info.capacity_bytes
 				   : 0.0);
+	printf("%-18s %" PRIu64 "\n", "free_bytes",
+	       info.capacity_bytes > info.used_bytes ? info.capacity_bytes - info.used_bytes : 0);
 	printf("%-18s %" PRIu64 "\n", "objects_created", info.objects_created);
 	printf("%-18s %" PRIu64 "\n", "objects_sealed", info.objects_sealed);
 	printf("%-18s %" PRIu64 "\n", "clients", info.clients);

@@ -3,7 +3,8 @@
 # tests/store/stat_test.sh STORE_BIN STAT_BIN - coffer-stat as a user runs it:
 #  - --json is valid JSON (python3's parser) for a socket path holding '"', '\' and a tab,
 #    and names that path exactly; it and the table show the arena's quick-listed blocks and
-#    bytes (v7; values after deletes: store-semantics / test_stat_reports_quick_lists);
+#    bytes (v7; values after deletes: store-semantics / test_stat_reports_quick_lists); the
+#    table's free_bytes is capacity_bytes - used_bytes;
 #  - against a stopped store (SIGSTOP) it gives up after COFFER_STORE_TIMEOUT_MS, as every
 #    client does (README.md "Linking a client"), not after a fixed 10 s;
 #  - a COFFER_STORE_TIMEOUT_MS that is not a number in range is refused (exit 2);
@@ -46,6 +47,14 @@ for f in quick_blocks quick_bytes; do
 		exit 1
 	}
 done
+# and free_bytes = capacity_bytes - used_bytes (an empty store: all of it)
+cap=$(awk '$1 == "capacity_bytes" {print $2}' "$tmp/stat.txt")
+free=$(awk '$1 == "free_bytes" {print $2}' "$tmp/stat.txt")
+[ -n "$cap" ] && [ "$free" = "$cap" ] || {
+	echo "table: free_bytes '$free', want capacity_bytes '$cap' (empty store):" >&2
+	cat "$tmp/stat.txt" >&2
+	exit 1
+}
 
 # no store there: say so as coffer_connect() does, with its hint, not ENOENT's bare
 # "No such file or directory"
