@@ -5,12 +5,13 @@
 # store.
 #
 # Environment: COFFER_STORE_SIZE (default 1G), COFFER_FIO_RUNTIME (whole seconds, default 10),
-#              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1.
+#              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1,
+#              COFFER_BUILD_DIR (default build/release) and COFFER_SKIP_BUILD=1 (use it as built).
 set -uo pipefail
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 ?*)
@@ -44,20 +45,26 @@ if [ "${COFFER_SKIP_SETUP:-0}" != 1 ]; then
 	bash tools/setup.sh || die "tools/setup.sh failed"
 fi
 
-bdir=build/release
-say "building $bdir (release; about 20 s on 2 cores from scratch)"
-if [ -f "$bdir/build.ninja" ]; then
-	meson configure "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null
+bdir=${COFFER_BUILD_DIR:-build/release}
+if [ "${COFFER_SKIP_BUILD:-0}" = 1 ]; then
+	# the fio suite's quickstart test runs it on the build it is part of (tests/fio)
+	say "using $bdir as built (COFFER_SKIP_BUILD=1)"
 else
-	meson setup "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null ||
-		die "meson setup failed"
+	say "building $bdir (release; about 20 s on 2 cores from scratch)"
+	if [ -f "$bdir/build.ninja" ]; then
+		meson configure "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null
+	else
+		meson setup "$bdir" -Dbuildtype=release -Dfio_source="$here/subprojects/fio-src" >/dev/null ||
+			die "meson setup failed"
+	fi
+	ninja -C "$bdir" >/dev/null || die "build failed (run: ninja -C $bdir)"
 fi
-ninja -C "$bdir" >/dev/null || die "build failed (run: ninja -C $bdir)"
 
 store_bin=$bdir/tools/coffer-store
 stat_bin=$bdir/tools/coffer-stat
 bench_bin=$bdir/perf/bench/coffer-bench
 engine=$(ls "$bdir"/perf/fio/*.so 2>/dev/null | head -1)
+[ -n "$engine" ] && engine=$(realpath "$engine") # fio runs it from $work
 jobs_dir=perf/fio/jobs
 
 work=$(mktemp -d /tmp/coffer-quickstart.XXXXXX)
@@ -121,7 +128,7 @@ if [ -n "$engine" ] && [ -f "$jobs_dir/randrw.fio" ]; then
 	# set in a copy of the job files.
 	cp "$jobs_dir/randrw.fio" "$jobs_dir/common.inc" "$work/"
 	sed -i "s/^runtime=.*/runtime=$runtime/" "$work/common.inc"
-	if (cd "$work" && fio --output-format=json --ioengine="external:$here/$engine" \
+	if (cd "$work" && fio --output-format=json --ioengine="external:$engine" \
 		randrw.fio) >"$work/randrw.json" 2>"$work/randrw.err"; then
 		R[fio_read_iops]=$(jq '[.jobs[].read.iops] | add | floor' "$work/randrw.json")
 		R[fio_write_iops]=$(jq '[.jobs[].write.iops] | add | floor' "$work/randrw.json")
@@ -133,7 +140,7 @@ if [ -n "$engine" ] && [ -f "$jobs_dir/randrw.fio" ]; then
 	fi
 	if [ -f "$jobs_dir/verify.fio" ]; then
 		say "fio verify=crc32c (write, then read back) through the coffer engine"
-		if fio --ioengine="external:$here/$engine" --verify_state_save=0 \
+		if fio --ioengine="external:$engine" --verify_state_save=0 \
 			"$jobs_dir/verify.fio" >"$work/verify.out" 2>&1 &&
 			! grep -q "verify: bad" "$work/verify.out"; then
 			R[verify]="passed"
@@ -170,7 +177,8 @@ if [ "$fio_ok" -eq 1 ]; then
 	printf '%-40s %s\n' "fio 4k randrw write IOPS" "${R[fio_write_iops]}"
 	# fio's "IO depths" histogram: the share of I/Os submitted while 16 or more were in
 	# flight; near 100% means the engine really keeps the queue full (not one at a time).
-	printf '%-40s %s\n' "fio I/Os submitted with >= 16 in flight" "${R[fio_depth]}%"
+	printf '%-40s %s\n' "fio I/Os submitted with >= 16 in flight" \
+		"${R[fio_depth]}% (of iodepth 32; near 100% = the queue is kept full)"
 fi
 [ -n "${R[fio_error]:-}" ] && printf '%-40s %s\n' "fio randrw" "FAILED (see above)"
 [ -n "${R[verify]:-}" ] && printf '%-40s %s\n' "fio verify=crc32c" "${R[verify]}"

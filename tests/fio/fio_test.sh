@@ -21,6 +21,9 @@
 #   verify-thread the same with --thread
 #   store-down    with no store at the socket, fio exits non-zero with a clear message,
 #                 and no job crashed (no signal, no core)
+#   quickstart    tools/quickstart.sh (README's main job) on this build, without setup or
+#                 build, 2 s of randrw: exits 0, prints read and write IOPS, the depth row,
+#                 "verify=crc32c passed" and the obj_open rows
 #   depth         the randrw job (perf/fio/jobs/randrw.fio, shortened) reaches an I/O depth
 #                 of 32 most of the time, per fio's "IO depths" (iodepth_level); prints IOPS
 #   missing       a read of a never-written block fails with ENOENT by default (its line
@@ -105,6 +108,7 @@ command -v fio >/dev/null || skip "fio is not installed"
 command -v jq >/dev/null || skip "jq is not installed (tools/setup.sh installs it)"
 [ -n "$engine" ] && [ -f "$engine" ] || skip "the fio engine is not built (configure with -Dfio_source)"
 
+src_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d /tmp/coffer-fio-test.XXXXXX)
 sock=$work/store.sock
 # shellcheck source=../../tools/lib/store.sh
@@ -330,6 +334,29 @@ case_depth() {
 		fail "depth > 1 for only $deep% of I/Os: $(jq -c '.jobs[0].iodepth_level' "$work/randrw.json")"
 	say "randrw 70/30 iodepth 32: read $riops IOPS, write $wiops IOPS;" \
 		"IO depths: 32 for $d32%, > 1 for $deep% of I/Os"
+}
+
+# README's main job on this build: tools/quickstart.sh (no setup, no build; 2 s of randrw)
+# starts its own store, runs obj_open, the randrw job and the verify job, and prints IOPS.
+case_quickstart() {
+	local bdir rc line
+	[ -n "$store_bin" ] && [ -x "$store_bin" ] || skip "coffer-store is not built"
+	bdir=$(cd "$(dirname "$store_bin")/.." && pwd)
+	COFFER_SKIP_SETUP=1 COFFER_SKIP_BUILD=1 COFFER_BUILD_DIR="$bdir" COFFER_FIO_RUNTIME=2 \
+		COFFER_STORE_SIZE=512M COFFER_OBJ_OPEN_THREADS=1 \
+		bash "$src_root/tools/quickstart.sh" >"$work/qs.out" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/qs.out"
+	[ "$rc" -eq 0 ] || { cat "$work/qs.out" >&2; fail "quickstart exited with $rc"; }
+	for line in 'fio 4k randrw read IOPS  *[1-9][0-9]*$' \
+		'fio 4k randrw write IOPS  *[1-9][0-9]*$' \
+		'fio I/Os submitted with >= 16 in flight  *[0-9]' \
+		'fio verify=crc32c  *passed$' \
+		'obj_open open, 1 thread(s) (ops/s)  *[1-9][0-9]*$'; do
+		grep -q "^$line" "$work/qs.out" || { cat "$work/qs.out" >&2; fail "no line '$line'"; }
+	done
+	! grep -q 'NOT THERE YET\|FAILED' "$work/qs.out" || { cat "$work/qs.out" >&2; fail "a part failed"; }
+	say "$(grep '^fio 4k randrw' "$work/qs.out" | tr -s ' ' | paste -sd ';')"
 }
 
 case_missing() {
@@ -803,6 +830,7 @@ case_put_shared() {
 
 case "$case_name" in
 exports) case_exports ;;
+quickstart) case_quickstart ;;
 overwrite-order) case_overwrite_order ;;
 put-shared) case_put_shared ;;
 kvcache-full) case_kvcache_full ;;
