@@ -970,15 +970,32 @@ static void test_lies(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/* Tells the fake to stop and waits for its thread (teardown then does not join it again). */
+static void fake_join(struct fake *f)
+{
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+}
+
+/* Ends a test that used one EQ on connection @c: both go, the fake stops, and it saw exactly
+ * one CHANNEL_CLOSE and no protocol error. */
+static void end_after_one_chan_close(struct fake *f, coffer_handle_t c, coffer_handle_t eq)
+{
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
+	assert_int_equal(f->chan_closes, 1);
+	assert_int_equal(f->errors, 0);
+}
+
 /* coffer_connect() to @f must fail with -EPROTO, and the fake see our EOF with no error. */
 static void expect_connect_refused(struct fake *f)
 {
 	coffer_handle_t c;
 
 	assert_int_equal(coffer_connect(f->path, &c), -EPROTO);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL); /* it saw our EOF */
-	f->joined = true;
+	fake_join(f); /* it saw our EOF */
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1019,9 +1036,7 @@ static void test_bad_channel_id(void **state)
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL); /* it saw our EOF */
-	f->joined = true;
+	fake_join(f); /* it saw our EOF */
 	assert_int_equal(f->chan_closes, 1);
 	assert_int_equal(f->errors, 0);
 }
@@ -1112,9 +1127,7 @@ static void test_full_bell(void **state)
 	alarm(0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
+	fake_join(f);
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1229,9 +1242,7 @@ static void test_index_lies(void **state)
 		       (unsigned long long)hits, (unsigned long long)misses);
 	}
 	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL); /* it saw our EOF, and no request */
-	f->joined = true;
+	fake_join(f); /* it saw our EOF, and no request */
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1384,9 +1395,7 @@ static void test_shrinkable_refused(void **state)
 		assert_int_equal(coffer_disconnect(c), 0);
 	}
 	assert_int_equal(rc, -EPROTO);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL); /* it saw our EOF */
-	f->joined = true;
+	fake_join(f); /* it saw our EOF */
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1411,13 +1420,7 @@ static void test_shrinkable_rings_refused(void **state)
 		print_message("get %d\n", get_greeting(c, eq, &d)); /* SIGBUS */
 	}
 	assert_int_equal(rc, -EPROTO);
-	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
-	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
-	assert_int_equal(f->chan_closes, 1);
-	assert_int_equal(f->errors, 0);
+	end_after_one_chan_close(f, c, eq);
 }
 
 /*
@@ -1445,13 +1448,7 @@ static void test_read_only_rings_refused(void **state)
 	assert_int_equal(coffer_connect(f->path, &c), 0);
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
-	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
-	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
-	assert_int_equal(f->chan_closes, 1);
-	assert_int_equal(f->errors, 0);
+	end_after_one_chan_close(f, c, eq);
 }
 
 /*
@@ -1491,9 +1488,7 @@ static void test_bulk_above_ring(void **state)
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
+	fake_join(f);
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1542,9 +1537,7 @@ static void test_bulk_at_ring(void **state)
 	assert_int_equal(coffer_event_fini(&stuck), 0);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
+	fake_join(f);
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1601,9 +1594,7 @@ static void test_huge_arena_accepted(void **state)
 	assert_int_equal(coffer_obj_read_oid(c, &oid, 0, buf, sizeof(buf), NULL), 10);
 	assert_memory_equal(buf, "hello-fake", 10);
 	assert_int_equal(coffer_disconnect(c), 0);
-	atomic_store(&f->stop, 1);
-	pthread_join(f->tid, NULL);
-	f->joined = true;
+	fake_join(f);
 	assert_int_equal(f->errors, 0);
 }
 
