@@ -44,7 +44,9 @@
 #                 it, as with a real file; before, fio skipped it silently and exited 0
 #   size-remainder  size= not a multiple of bs: the engine's files let fio write (and verify)
 #                 exactly what fio's null engine does, never a block past size=; before,
-#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB
+#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB; a
+#                 filesize=16k-64k range gives each file a random size in it, as null does
+#                 (before, every file was 64 KiB: 256 KiB written where null writes 132 KiB)
 #   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
 #                 name of a fio file (the engine's files live in the store); before, fio's
 #                 default unlink removed it
@@ -510,13 +512,17 @@ case_offset() {
 
 # size= that is not a multiple of bs: the engine's file must not let fio issue a block that
 # ends past size= (fio's null engine and psync on a file stop before it); the same shapes
-# through the null engine give the expected byte counts.
+# through the null engine give the expected byte counts. A filesize=LOW-HIGH range gives each
+# file a random size in it, as fio's null engine and psync on new files do (before, the
+# engine's files were all HIGH long: 256 KiB written where null writes 132 KiB).
 case_size_remainder() {
 	local i=0 shape want got rc
 	start_store 64M
 	for shape in "--size=100k --bs=12k --rw=write" "--size=100k --bs=4k --nrfiles=3 --rw=write" \
 		"--size=100k --bs=12k --nrfiles=2 --rw=write" "--size=1m --bs=12k --rw=randwrite" \
-		"--size=100k --bs=12k --offset=2m --rw=write"; do
+		"--size=100k --bs=12k --offset=2m --rw=write" \
+		"--filesize=16k-64k --nrfiles=4 --bs=4k --rw=write" \
+		"--filesize=16k-64k --nrfiles=4 --bs=4k --rw=randwrite"; do
 		i=$((i + 1))
 		# shellcheck disable=SC2086 # the shape is a list of options
 		fio --name=r --ioengine=null $shape --output-format=json --output="$work/n$i.json" \
