@@ -42,6 +42,9 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   quickstart-reldir  a relative COFFER_BUILD_DIR (with a space, a build without the
+#                 engine) is taken from the caller's directory and the engine is NOT THERE
+#                 YET; before, it was looked for in the repository: "not built", exit 1
 #   size-remainder  size= not a multiple of bs: the engine's files let fio write (and verify)
 #                 exactly what fio's null engine does, never a block past size=; before,
 #                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB; a
@@ -542,6 +545,31 @@ case_size_remainder() {
 	say "size= not a multiple of bs: the same bytes as fio's null engine, verified"
 }
 
+# A relative COFFER_BUILD_DIR is the caller's, here a build in "$work/my build" (a space in
+# it) that has the store and coffer-stat but no engine and no bench: quickstart runs from
+# $work, starts that store and says the rest is NOT THERE YET. Before, the path was taken in
+# the repository: "coffer-store is not built (my build/tools/coffer-store missing)", exit 1.
+case_quickstart_reldir() {
+	local rc
+	[ -n "$store_bin" ] && [ -x "$store_bin" ] || skip "coffer-store is not built"
+	mkdir -p "$work/my build/tools" || fail "cannot make $work/my build"
+	cp "$store_bin" "$(dirname "$store_bin")/coffer-stat" "$work/my build/tools/" ||
+		fail "cannot copy the store"
+	(cd "$work" && COFFER_SKIP_SETUP=1 COFFER_SKIP_BUILD=1 COFFER_BUILD_DIR="my build" \
+		COFFER_FIO_RUNTIME=1 COFFER_STORE_SIZE=64M COFFER_OBJ_OPEN_THREADS=1 \
+		bash "$src_root/tools/quickstart.sh") >"$work/qs.out" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/qs.out"
+	[ "$rc" -eq 0 ] || { cat "$work/qs.out" >&2; fail "quickstart exited with $rc"; }
+	if ! grep -q "^quickstart: using $work/my build as built" "$work/qs.out" ||
+		! grep -q '^store arena  *64M' "$work/qs.out" ||
+		! grep -q '^NOT THERE YET  *fio coffer engine' "$work/qs.out"; then
+		cat "$work/qs.out" >&2
+		fail "not the store of $work/my build, or no NOT THERE YET"
+	fi
+	say "relative COFFER_BUILD_DIR with a space, no engine: its store ran, the engine NOT THERE YET"
+}
+
 # Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
 # finds a block that another job has created but not sealed yet (-EEXIST) must not read it
 # before that seal, or the read fails with ENOENT. Made deterministic with fio_block, which
@@ -837,6 +865,7 @@ case_put_shared() {
 case "$case_name" in
 exports) case_exports ;;
 quickstart) case_quickstart ;;
+quickstart-reldir) case_quickstart_reldir ;;
 overwrite-order) case_overwrite_order ;;
 put-shared) case_put_shared ;;
 kvcache-full) case_kvcache_full ;;
@@ -865,7 +894,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
