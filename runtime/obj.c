@@ -532,7 +532,8 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 }
 
 /* Copies the ObjectID and connection of @oh. Return: 0; -ENOENT (no such object handle);
- * -EINVAL (not an object handle, as coffer_obj_close() says; runtime not initialised). */
+ * -EINVAL (not an object handle, as coffer_obj_close() says); -ENOTCONN (no runtime: an
+ * object handle's connection is gone, see below). */
 static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle_t *connh)
 {
 	struct coffer_hhash *hh;
@@ -547,8 +548,13 @@ static int obj_resolve(coffer_handle_t oh, struct coffer_oid *oid, coffer_handle
 	coffer__rcu_read_lock();
 	hh = coffer_hhash_global();
 	if (!hh) {
+		/* The last coffer_disconnect() of a program that never called coffer_init()
+		 * stopped the runtime, and the handle records went with it: the connection is
+		 * gone, which store.h's coffer_disconnect() says as -ENOTCONN for every operation
+		 * on its object handles, as obj_exec() does for the calls by ObjectID (was
+		 * -EINVAL, which seal/get/release give only for a wrong argument). */
 		coffer__rcu_read_unlock();
-		return -EINVAL;
+		return -ENOTCONN;
 	}
 	link = coffer_hhash_lookup_rcu(hh, oh, COFFER_HTYPE_OBJ);
 	if (link) {

@@ -6,12 +6,13 @@
 #
 # Environment: COFFER_STORE_SIZE (default 1G), COFFER_FIO_RUNTIME (whole seconds, default 10),
 #              COFFER_OBJ_OPEN_THREADS (default: 1,<cores>), COFFER_SKIP_SETUP=1,
-#              COFFER_BUILD_DIR (default build/release) and COFFER_SKIP_BUILD=1 (use it as built).
+#              COFFER_BUILD_DIR (default build/release in the repository; a relative one is
+#              taken from the current directory) and COFFER_SKIP_BUILD=1 (use it as built).
 set -uo pipefail
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 ?*)
@@ -21,6 +22,14 @@ case "${1:-}" in
 esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# A relative COFFER_BUILD_DIR is the caller's, as a path given to any command is (before,
+# it was taken inside the repository: "not built" for a build that was there, or a new
+# build set up in the repository); the default is the repository's build/release.
+case "${COFFER_BUILD_DIR:-}" in
+'') bdir=$here/build/release ;;
+/*) bdir=$COFFER_BUILD_DIR ;;
+*) bdir=$PWD/$COFFER_BUILD_DIR ;;
+esac
 cd "$here"
 
 size=${COFFER_STORE_SIZE:-1G}
@@ -45,7 +54,6 @@ if [ "${COFFER_SKIP_SETUP:-0}" != 1 ]; then
 	bash tools/setup.sh || die "tools/setup.sh failed"
 fi
 
-bdir=${COFFER_BUILD_DIR:-build/release}
 if [ "${COFFER_SKIP_BUILD:-0}" = 1 ]; then
 	# the fio suite's quickstart test runs it on the build it is part of (tests/fio)
 	say "using $bdir as built (COFFER_SKIP_BUILD=1)"

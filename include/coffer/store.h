@@ -158,7 +158,9 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
  * their EQs), stops the monitor and closes the socket; the store then releases every
  * reference this connection held and aborts its unsealed objects. Object handles opened on
  * it stay valid as local records (close them with coffer_obj_close()); every operation on
- * them returns -ENOTCONN. Pointers obtained through the connection must not be used after
+ * them returns -ENOTCONN (also when this last connection stopped the runtime of a program
+ * that never called coffer_init(): the records are gone then, and coffer_obj_close() says
+ * -EINVAL). Pointers obtained through the connection must not be used after
  * this call (the arena is unmapped when the last connection to it is gone). When this was
  * the process's last connection, the runtime state kept for blocking calls of the calling
  * thread and the bookkeeping of destroyed EQs are released too, so that a final

@@ -1768,15 +1768,25 @@ static int cf_unlink_file(struct thread_data *td, struct fio_file *f)
 	return 0;
 }
 
-/* A file is as large as the job says: size= split over nrfiles, or filesize=; without
- * either the job fails here, saying so. */
+/*
+ * A file is as large as the job says: size= split over nrfiles, or filesize=; without
+ * either the job fails here, saying so. With a filesize=LOW-HIGH range the file is reported
+ * one byte longer than HIGH: fio's setup_files() then lays it out as it does a psync file
+ * that does not exist yet, at a random size in the range (a size inside the range would be
+ * taken for an existing file's: every file got HIGH, filesize=16k-64k nrfiles=4 wrote
+ * 256 KiB where psync writes 132 KiB). Not 0: fio sizes its random map by the smaller of
+ * this and the file's I/O size before cf_open_file runs (an empty file aborted randwrite
+ * in fio's mark_random_map()).
+ */
 static int cf_get_file_size(struct thread_data *td, struct fio_file *f)
 {
 	uint64_t size;
 
 	if (fio_file_size_known(f))
 		return 0;
-	if (td->o.file_size_high)
+	if (td->o.file_size_low && td->o.file_size_low != td->o.file_size_high)
+		size = td->o.file_size_high + 1;
+	else if (td->o.file_size_high)
 		size = td->o.file_size_high;
 	else if (td->o.size && td->o.nr_files) {
 		/*

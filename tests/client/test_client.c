@@ -2104,6 +2104,38 @@ static void test_blocking_after_last_disconnect(void **state)
 }
 
 /*
+ * The same for object handles (store.h, coffer_disconnect(): every operation on them returns
+ * -ENOTCONN): the last disconnect of a program without coffer_init() stopped the runtime and
+ * its handle records; create/seal/get/release, blocking or with an event, said -EINVAL.
+ */
+static void test_obj_handle_after_last_disconnect(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_event ev;
+	struct coffer_oid oid;
+	const void *rd;
+	void *wr;
+	coffer_handle_t c, oh;
+
+	make_oid(&oid, 78, 1);
+	assert_int_equal(coffer_fini(), 0); /* the setup's: only the connection holds one now */
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_null(coffer_hhash_global());
+
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(coffer_obj_create(oh, 8, 0, &wr, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_seal(oh, 0, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_release(oh, NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_seal(oh, 0, &ev), -ENOTCONN);
+	assert_int_equal(coffer_obj_close(oh), -EINVAL); /* as store.h says: records gone */
+	assert_null(coffer_hhash_global());		 /* nothing restarted the runtime */
+	assert_int_equal(coffer_init(), 0);		 /* for the teardown */
+}
+
+/*
  * coffer_fini() called once more than coffer_init() (common.h: -EINVAL when there is no
  * coffer_init() left to balance) while a connection is open: the connection's own reference
  * on the runtime is not the caller's to drop. It used to be taken: the extra fini returned 0
@@ -3367,6 +3399,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_obj_handle_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_async_basic, setup, teardown),

@@ -42,9 +42,14 @@
 #   offset        jobs that start past the size the engine reports (offset=2m, and numjobs 3
 #                 splitting one file with offset_increment=1m) do all their I/O and verify
 #                 it, as with a real file; before, fio skipped it silently and exited 0
+#   quickstart-reldir  a relative COFFER_BUILD_DIR (with a space, a build without the
+#                 engine) is taken from the caller's directory and the engine is NOT THERE
+#                 YET; before, it was looked for in the repository: "not built", exit 1
 #   size-remainder  size= not a multiple of bs: the engine's files let fio write (and verify)
 #                 exactly what fio's null engine does, never a block past size=; before,
-#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB
+#                 size=100k bs=12k wrote 108 KiB where null and psync write 96 KiB; a
+#                 filesize=16k-64k range gives each file a random size in it, as null does
+#                 (before, every file was 64 KiB: 256 KiB written where null writes 132 KiB)
 #   unlink        unlink=1 and unlink_each_loop=1 never delete a local file that has the
 #                 name of a fio file (the engine's files live in the store); before, fio's
 #                 default unlink removed it
@@ -510,13 +515,17 @@ case_offset() {
 
 # size= that is not a multiple of bs: the engine's file must not let fio issue a block that
 # ends past size= (fio's null engine and psync on a file stop before it); the same shapes
-# through the null engine give the expected byte counts.
+# through the null engine give the expected byte counts. A filesize=LOW-HIGH range gives each
+# file a random size in it, as fio's null engine and psync on new files do (before, the
+# engine's files were all HIGH long: 256 KiB written where null writes 132 KiB).
 case_size_remainder() {
 	local i=0 shape want got rc
 	start_store 64M
 	for shape in "--size=100k --bs=12k --rw=write" "--size=100k --bs=4k --nrfiles=3 --rw=write" \
 		"--size=100k --bs=12k --nrfiles=2 --rw=write" "--size=1m --bs=12k --rw=randwrite" \
-		"--size=100k --bs=12k --offset=2m --rw=write"; do
+		"--size=100k --bs=12k --offset=2m --rw=write" \
+		"--filesize=16k-64k --nrfiles=4 --bs=4k --rw=write" \
+		"--filesize=16k-64k --nrfiles=4 --bs=4k --rw=randwrite"; do
 		i=$((i + 1))
 		# shellcheck disable=SC2086 # the shape is a list of options
 		fio --name=r --ioengine=null $shape --output-format=json --output="$work/n$i.json" \
@@ -534,6 +543,31 @@ case_size_remainder() {
 		[ "$got" -eq "$want" ] || fail "$shape: verified $got bytes, expected $want"
 	done
 	say "size= not a multiple of bs: the same bytes as fio's null engine, verified"
+}
+
+# A relative COFFER_BUILD_DIR is the caller's, here a build in "$work/my build" (a space in
+# it) that has the store and coffer-stat but no engine and no bench: quickstart runs from
+# $work, starts that store and says the rest is NOT THERE YET. Before, the path was taken in
+# the repository: "coffer-store is not built (my build/tools/coffer-store missing)", exit 1.
+case_quickstart_reldir() {
+	local rc
+	[ -n "$store_bin" ] && [ -x "$store_bin" ] || skip "coffer-store is not built"
+	mkdir -p "$work/my build/tools" || fail "cannot make $work/my build"
+	cp "$store_bin" "$(dirname "$store_bin")/coffer-stat" "$work/my build/tools/" ||
+		fail "cannot copy the store"
+	(cd "$work" && COFFER_SKIP_SETUP=1 COFFER_SKIP_BUILD=1 COFFER_BUILD_DIR="my build" \
+		COFFER_FIO_RUNTIME=1 COFFER_STORE_SIZE=64M COFFER_OBJ_OPEN_THREADS=1 \
+		bash "$src_root/tools/quickstart.sh") >"$work/qs.out" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/qs.out"
+	[ "$rc" -eq 0 ] || { cat "$work/qs.out" >&2; fail "quickstart exited with $rc"; }
+	if ! grep -q "^quickstart: using $work/my build as built" "$work/qs.out" ||
+		! grep -q '^store arena  *64M' "$work/qs.out" ||
+		! grep -q '^NOT THERE YET  *fio coffer engine' "$work/qs.out"; then
+		cat "$work/qs.out" >&2
+		fail "not the store of $work/my build, or no NOT THERE YET"
+	fi
+	say "relative COFFER_BUILD_DIR with a space, no engine: its store ran, the engine NOT THERE YET"
 }
 
 # Several jobs prefilling one file (filename= shared, numjobs > 1) race: a job whose create
@@ -831,6 +865,7 @@ case_put_shared() {
 case "$case_name" in
 exports) case_exports ;;
 quickstart) case_quickstart ;;
+quickstart-reldir) case_quickstart_reldir ;;
 overwrite-order) case_overwrite_order ;;
 put-shared) case_put_shared ;;
 kvcache-full) case_kvcache_full ;;
@@ -859,7 +894,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped" >&2
+	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
