@@ -67,9 +67,8 @@ COFFER_API const char *coffer_strerror(int err)
 		return "protocol version mismatch between client and store (run a coffer-store "
 		       "of the same release as libcoffer)";
 	case ETIMEDOUT:
-		/* Only the store's silence: coffer_eq_poll()/coffer_event_test() time out with
-		 * 0, not with an error. */
-		/* coffer_connect() gets it too from a peer that is not a coffer-store (store.h),
+		/* The store's silence (coffer_eq_poll()/coffer_event_test() time out with 0, not
+		 * with an error), and coffer_connect()'s peer that is not a coffer-store (store.h),
 		 * where "connect again" alone would time out again. */
 		return "timed out: coffer-store did not answer within COFFER_STORE_TIMEOUT_MS "
 		       "(stopped or wedged; from coffer_connect(), also a socket that is not a "
