@@ -11,9 +11,9 @@
  * description ("No space left on device" for a store that cannot watch another client) nor
  * "unknown error", and that the negative and the positive code give the same text.
  *
- * A name that is not in the table below fails the test (add it: a new code in a header
- * needs words here and in runtime/errors.c), except for the few words that only look like
- * one ("per-EQ").
+ * A name the C library does not know as an errno (strerrorname_np()) fails the test, except
+ * for the few words that only look like one ("per-EQ"); a new code in a header needs its
+ * words in runtime/errors.c.
  */
 #include <errno.h>
 #include <stdio.h>
