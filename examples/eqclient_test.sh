@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# examples/eqclient_test.sh STORE_BIN EQCLIENT_BIN - run examples/eqclient.c (shared
+# libcoffer, public API only) against a fresh coffer-store: 1, 4 and 8 threads with an EQ
+# each, then 4 and 8 threads sharing one EQ, at 16-64 operations in flight per thread. Each
+# run checks every byte it reads against the writer's checksum, about 75 documented error
+# returns, a thread that exits with gets in flight, and that the store holds nothing of the
+# client after its disconnect.
+set -eu
+. "$(dirname "$0")/../tools/lib/store.sh"
+coffer_store_start_tmp "$1" 256M eqclient
+"$2" -t 1 -d 16 -n 512 "$sock"
+"$2" -t 4 -d 32 -n 1024 "$sock"
+"$2" -t 8 -d 64 -n 1024 "$sock"
+"$2" -t 4 -d 32 -n 1024 -s "$sock"
+"$2" -t 8 -d 64 -n 1024 -s "$sock"
