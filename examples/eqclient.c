@@ -11,12 +11,14 @@
  *   R1  every thread reads every object (the same IDs opened from all threads at once):
  *       obj_open, get (event), verify checksum, release (by handle or by pointer), close
  *   R2  get_bulk of 16 IDs (event), verify, release_data_bulk (event)
+ *   R2v get_oid_vec of 16 IDs (16 events, reaped by any thread), verify, release_oid_bulk
  *   R3  read_oid_vec through the object index, -EAGAIN falling back to a blocking get
  *   X   a thread launches gets on its own EQ and exits with them in flight; main reaps them
  *   S   delete everything, destroy EQs, finalise events, disconnect, and check with a second
  *       connection that the store holds nothing of ours (no object, reservation or byte).
  *
- *   eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-s] SOCKET
+ *   eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-z MAXSIZE] [-s] SOCKET
+ * Objects are 1..MAXSIZE bytes (default and most 65536); the store must hold them all.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,10 +60,11 @@ static _Noreturn void DIE(const char *fmt, ...)
 	} while (0)
 
 enum op { OP_IDLE, OP_CREATE, OP_SEAL, OP_RESERVE, OP_PUTS, OP_GET, OP_RELEASE, OP_GETBULK,
-	  OP_RELBULK };
-enum phase { PH_W1, PH_W2, PH_R1, PH_R2, PH_NR };
+	  OP_RELBULK, OP_GETVEC, OP_RELOIDBULK };
+enum phase { PH_W1, PH_W2, PH_R1, PH_R2, PH_RV, PH_NR };
 static const char *phase_name[] = {"W1 create/seal", "W2 reserve/put", "R1 get/release",
-				   "R2 get_bulk/release_data_bulk"};
+				   "R2 get_bulk/release_data_bulk",
+				   "R2v get_oid_vec/release_oid_bulk"};
 
 struct worker;
 
@@ -76,6 +79,10 @@ struct io {
 	struct tev pev; /* the puts' parent: an event with children can carry no operation of
 			 * its own until they are all launched (-EINVAL), see event.h */
 	struct coffer_event child[BULK];
+	struct tev vev[BULK]; /* the independent gets of coffer_obj_get_oid_vec() */
+	const void *vdata[BULK];
+	uint64_t vsize[BULK];
+	atomic_uint pending; /* gets not yet reaped, plus one while the launcher still launches */
 	struct worker *w; /* the thread that launched it (stats, retry list) */
 	struct io *retry_next;
 	enum op op;
@@ -106,7 +113,7 @@ struct worker {
 
 static struct {
 	const char *sock;
-	unsigned int threads, depth, nobj, shared;
+	unsigned int threads, depth, nobj, shared, maxsize;
 	coffer_handle_t conn, shared_eq;
 	struct worker *w;
 	pthread_barrier_t bar;
@@ -114,7 +121,7 @@ static struct {
 	uint64_t total;			/* items in this phase */
 	_Atomic uint64_t next, done;	/* items handed out / finished */
 	_Atomic uint64_t *sum;		/* checksum of each object as written */
-	_Atomic uint64_t verified, bytes, released_by_data, released_by_handle;
+	_Atomic uint64_t verified, bytes, released_by_data, released_by_handle, released_by_id;
 	_Atomic uint64_t put_children, eagain_total, index_hits, index_misses, half_launched;
 } g;
 
@@ -138,7 +145,7 @@ static uint64_t mix(uint64_t x)
 
 static uint64_t obj_size(uint32_t idx)
 {
-	return 1 + mix(idx) % MAXSIZE;
+	return 1 + mix(idx) % g.maxsize;
 }
 
 static void obj_oid(uint32_t idx, struct coffer_oid *oid)
@@ -186,6 +193,7 @@ static void verify(uint32_t idx, const void *p, uint64_t size)
 
 static void finish_item(struct io *io);
 static void start_next(struct io *io);
+static void vec_done(struct io *io, struct worker *self);
 
 /* Launch io's current op; -EAGAIN (channel full) parks it on its thread's retry list. */
 static void launch(struct io *io)
@@ -201,7 +209,7 @@ static void launch(struct io *io)
 		rc = coffer_obj_seal(io->oh, COFFER_SEAL_RELEASE, &io->ev.ev);
 		break;
 	case OP_RESERVE:
-		rc = coffer_obj_reserve(g.conn, MAXSIZE, io->n, io->blocks, &io->ev.ev);
+		rc = coffer_obj_reserve(g.conn, g.maxsize, io->n, io->blocks, &io->ev.ev);
 		break;
 	case OP_PUTS: {
 		/* Each put on a child event, then the parent as their barrier. A full channel
@@ -237,6 +245,35 @@ static void launch(struct io *io)
 	case OP_RELBULK:
 		rc = coffer_obj_release_data_bulk(g.conn, io->oids, io->ptrs, io->n, &io->ev.ev);
 		break;
+	case OP_GETVEC: {
+		/* n independent gets, each its own event; a full channel launches only a prefix
+		 * (the return value): the rest waits on the retry list. Completions reaped
+		 * meanwhile (by any thread) count pending down; the launcher's own count keeps
+		 * it above 0 until every get is launched, so only then can the io move on. */
+		struct coffer_get_vec gv[BULK];
+		unsigned int k = io->n - io->nlaunched;
+		for (unsigned int i = 0; i < k; i++) {
+			unsigned int j = io->nlaunched + i;
+			gv[i] = (struct coffer_get_vec){.oid = io->oids[j], .ev = &io->vev[j].ev,
+							.data = &io->vdata[j], .size = &io->vsize[j]};
+		}
+		rc = coffer_obj_get_oid_vec(g.conn, gv, k, 0);
+		if (rc > 0) {
+			io->nlaunched += (unsigned int)rc;
+			if (io->nlaunched < io->n) {
+				atomic_fetch_add(&g.half_launched, 1);
+				rc = -EAGAIN; /* park the rest */
+			} else {
+				if (atomic_fetch_sub(&io->pending, 1) == 1)
+					vec_done(io, io->w);
+				return; /* else io is no longer ours: do not touch it */
+			}
+		}
+		break;
+	}
+	case OP_RELOIDBULK:
+		rc = coffer_obj_release_oid_bulk(g.conn, io->oids, io->n, &io->ev.ev);
+		break;
 	default:
 		DIE("launch of op %d", io->op);
 	}
@@ -251,11 +288,30 @@ static void launch(struct io *io)
 		DIE("launch of op %d on item %" PRIu64 ": %s", io->op, io->item, coffer_strerror(rc));
 }
 
-/* The event of io completed (reaped by any thread): check, go on. */
-static void complete(struct io *io, struct worker *self)
+/* All gets of a get_oid_vec completed: the io is the caller's alone again. */
+static void vec_done(struct io *io, struct worker *self)
 {
-	int err = io->op == OP_PUTS ? io->pev.ev.ev_error : io->ev.ev.ev_error;
+	io->w = self;
+	for (unsigned int i = 0; i < io->n; i++) {
+		if (io->vev[i].ev.ev_error)
+			DIE("get_oid_vec %u: %s", io->idxs[i], coffer_strerror(io->vev[i].ev.ev_error));
+		verify(io->idxs[i], io->vdata[i], io->vsize[i]);
+	}
+	io->op = OP_RELOIDBULK;
+	launch(io);
+}
 
+/* An event of io completed (reaped by any thread): check, go on. */
+static void complete(struct tev *t, struct worker *self)
+{
+	struct io *io = t->io;
+	int err = t->ev.ev_error;
+
+	if (io->op == OP_GETVEC) { /* one of n gets: others may be reaped elsewhere right now */
+		if (atomic_fetch_sub(&io->pending, 1) == 1)
+			vec_done(io, self);
+		return;
+	}
 	/* a reaped io now belongs to the reaping thread (shared EQ) */
 	io->w = self;
 	switch (io->op) {
@@ -327,6 +383,12 @@ static void complete(struct io *io, struct worker *self)
 		atomic_fetch_add(&g.released_by_data, io->n);
 		finish_item(io);
 		return;
+	case OP_RELOIDBULK:
+		if (err)
+			DIE("release_oid_bulk: %s", coffer_strerror(err));
+		atomic_fetch_add(&g.released_by_id, io->n);
+		finish_item(io);
+		return;
 	default:
 		DIE("completion of an io in op %d", io->op);
 	}
@@ -381,6 +443,16 @@ static void start_next(struct io *io)
 		}
 		io->op = OP_GETBULK;
 		break;
+	case PH_RV: /* BULK scattered IDs per item, each its own get and event */
+		io->n = BULK;
+		for (unsigned int i = 0; i < BULK; i++) {
+			io->idxs[i] = (uint32_t)(mix(~item * BULK + i) % g.nobj);
+			obj_oid(io->idxs[i], &io->oids[i]);
+		}
+		io->nlaunched = 0;
+		atomic_store(&io->pending, BULK + 1);
+		io->op = OP_GETVEC;
+		break;
 	default:
 		DIE("phase %d", g.phase);
 	}
@@ -413,7 +485,7 @@ static void run_phase(struct worker *w)
 		if (n < 0)
 			DIE("thread %d: coffer_eq_poll: %s", w->id, coffer_strerror(n));
 		for (int i = 0; i < n; i++)
-			complete(((struct tev *)evs[i])->io, w);
+			complete((struct tev *)evs[i], w);
 		w->reaped += (uint64_t)n;
 		uint64_t d = atomic_load(&g.done);
 		if (d != seen) {
@@ -720,19 +792,22 @@ int main(int argc, char **argv)
 	g.threads = 4;
 	g.depth = 32;
 	g.nobj = 2048;
-	while ((opt = getopt(argc, argv, "t:d:n:s")) != -1) {
+	g.maxsize = MAXSIZE;
+	while ((opt = getopt(argc, argv, "t:d:n:z:s")) != -1) {
 		switch (opt) {
 		case 't': g.threads = (unsigned int)atoi(optarg); break;
 		case 'd': g.depth = (unsigned int)atoi(optarg); break;
 		case 'n': g.nobj = (unsigned int)atoi(optarg); break;
+		case 'z': g.maxsize = (unsigned int)atoi(optarg); break;
 		case 's': g.shared = 1; break;
 		default:
-			fprintf(stderr, "usage: eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-s] SOCKET\n");
+			fprintf(stderr, "usage: eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-z MAXSIZE] [-s] SOCKET\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1 || g.threads < 1 || g.threads > 64 || g.depth < 1 ||
-	    g.depth > 256 || g.nobj < 2 * BULK || g.nobj % (2 * BULK))
+	    g.depth > 256 || g.nobj < 2 * BULK || g.nobj % (2 * BULK) ||
+	    g.maxsize < 1 || g.maxsize > MAXSIZE)
 		DIE("bad arguments (OBJECTS a multiple of %d)", 2 * BULK);
 	g.sock = argv[optind];
 
@@ -767,8 +842,11 @@ int main(int argc, char **argv)
 			io->ev.io = io->pev.io = io;
 			CHECK(coffer_event_init(&io->ev.ev, eq, NULL));
 			CHECK(coffer_event_init(&io->pev.ev, eq, NULL));
-			for (int c = 0; c < BULK; c++)
+			for (int c = 0; c < BULK; c++) {
 				CHECK(coffer_event_init(&io->child[c], COFFER_HANDLE_NULL, &io->pev.ev));
+				io->vev[c].io = io;
+				CHECK(coffer_event_init(&io->vev[c].ev, eq, NULL));
+			}
 		}
 	}
 	pthread_barrier_init(&g.bar, NULL, g.threads + 1);
@@ -781,7 +859,7 @@ int main(int argc, char **argv)
 		g.total = p == PH_W1   ? g.nobj / 2
 			  : p == PH_W2 ? g.nobj / 2 / BULK
 			  : p == PH_R1 ? (uint64_t)g.threads * g.nobj
-				       : (uint64_t)g.nobj / BULK * 2;
+				       : (uint64_t)g.nobj / BULK * 2; /* R2, R2v */
 		atomic_store(&g.next, 0);
 		atomic_store(&g.done, 0);
 		double t0 = now();
@@ -886,6 +964,8 @@ int main(int argc, char **argv)
 		for (unsigned int i = 0; i < g.depth; i++) {
 			CHECK(coffer_event_fini(&g.w[t].ios[i].ev.ev));
 			CHECK(coffer_event_fini(&g.w[t].ios[i].pev.ev)); /* and its children */
+			for (int c = 0; c < BULK; c++)
+				CHECK(coffer_event_fini(&g.w[t].ios[i].vev[c].ev));
 		}
 		if (!g.shared)
 			CHECK(coffer_eq_destroy(g.w[t].eq, 0));
@@ -919,10 +999,12 @@ int main(int argc, char **argv)
 
 	uint64_t eag = atomic_load(&g.eagain_total);
 	printf("verified %" PRIu64 " reads (%" PRIu64 " bytes) against writer checksums; %" PRIu64
-	       " puts on child events; releases %" PRIu64 " by pointer, %" PRIu64
-	       " by handle; -EAGAIN at launch %" PRIu64 " (%" PRIu64 " with a parent's children half launched); %s EQ, %u threads, depth %u\n",
+	       " puts on child events; releases %" PRIu64 " by pointer, %" PRIu64 " by handle, %" PRIu64
+	       " by ID; -EAGAIN at launch %" PRIu64 " (%" PRIu64
+	       " with a vector or a parent's children half launched); %s EQ, %u threads, depth %u\n",
 	       atomic_load(&g.verified), atomic_load(&g.bytes), atomic_load(&g.put_children),
-	       atomic_load(&g.released_by_data), atomic_load(&g.released_by_handle), eag, atomic_load(&g.half_launched),
+	       atomic_load(&g.released_by_data), atomic_load(&g.released_by_handle),
+	       atomic_load(&g.released_by_id), eag, atomic_load(&g.half_launched),
 	       g.shared ? "one shared" : "per-thread", g.threads, g.depth);
 	if (fail)
 		DIE("the store still holds something of ours after disconnect");
