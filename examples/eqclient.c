@@ -776,6 +776,14 @@ static void edges(void)
 	}
 	g_edges++;
 	EXPECT(coffer_obj_get_oid(c2, &missing, 0, &rd, &size, NULL), -ENOTCONN);
+	/* the same disconnected handle: calls by handle say -ENOENT (no such connection) */
+	coffer_handle_t oh2;
+	struct coffer_store_info si;
+	EXPECT(coffer_obj_open(c2, &missing, 0, &oh2), -ENOENT);
+	EXPECT(coffer_flush(c2), -ENOENT);
+	EXPECT(coffer_store_query(c2, &si), -ENOENT);
+	EXPECT(coffer_disconnect(c2), -ENOENT);
+	EXPECT(coffer_obj_open(eq, &missing, 0, &oh2), -EINVAL); /* an EQ is no connection */
 	for (int i = 0; i < 8; i++)
 		CHECK(coffer_event_fini(&wev[i]));
 

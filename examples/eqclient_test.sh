@@ -5,7 +5,7 @@
 # each, then 4 and 8 threads sharing one EQ, at 16-64 operations in flight per thread, and
 # 2 threads at depth 64 over 8192 small objects, where the 16-request calls fill the
 # 512-entry channel (-EAGAIN at launch; get_oid_vec may launch only a prefix). Each run checks every
-# byte it reads against the writer's checksum, about 75 documented error returns, a thread
+# byte it reads against the writer's checksum, about 80 documented error returns, a thread
 # that exits with gets in flight, and that the store holds nothing of the client after its
 # disconnect.
 set -eu
