@@ -13,7 +13,12 @@
  *   R2  get_bulk of 16 IDs (event), verify, release_data_bulk (event)
  *   R2v get_oid_vec of 16 IDs (16 events, reaped by any thread), verify, release_oid_bulk
  *   R3  read_oid_vec through the object index, -EAGAIN falling back to a blocking get
- *   X   a thread launches gets on its own EQ and exits with them in flight; main reaps them
+ *   X   a thread launches 37 gets on its own EQ (5 not yet published) and creates an object
+ *       it never seals, then exits; main reaps the gets on that EQ, the store keeps the
+ *       unsealed object until the disconnect
+ *   E   about 80 error returns and event rules from the headers, one by one (a get that
+ *       waits for another thread's seal, replace with release by pointer, reservations,
+ *       closed handles, destroyed EQs, a disconnect completing waiting gets -ENOTCONN)
  *   S   delete everything, destroy EQs, finalise events, disconnect, and check with a second
  *       connection that the store holds nothing of ours (no object, reservation or byte).
  *
@@ -25,6 +30,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,7 +46,6 @@
 #define POLL_US	   100000 /* 100 ms */
 #define STALL_SECS 30
 
-#include <stdarg.h>
 static _Noreturn void DIE(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static _Noreturn void DIE(const char *fmt, ...)
 {
@@ -59,8 +64,19 @@ static _Noreturn void DIE(const char *fmt, ...)
 			DIE("%s:%d %s: %s", __FILE__, __LINE__, #call, coffer_strerror(rc_));      \
 	} while (0)
 
-enum op { OP_IDLE, OP_CREATE, OP_SEAL, OP_RESERVE, OP_PUTS, OP_GET, OP_RELEASE, OP_GETBULK,
-	  OP_RELBULK, OP_GETVEC, OP_RELOIDBULK };
+enum op {
+	OP_IDLE,
+	OP_CREATE,
+	OP_SEAL,
+	OP_RESERVE,
+	OP_PUTS,
+	OP_GET,
+	OP_RELEASE,
+	OP_GETBULK,
+	OP_RELBULK,
+	OP_GETVEC,
+	OP_RELOIDBULK
+};
 enum phase { PH_W1, PH_W2, PH_R1, PH_R2, PH_RV, PH_NR };
 static const char *phase_name[] = {"W1 create/seal", "W2 reserve/put", "R1 get/release",
 				   "R2 get_bulk/release_data_bulk",
@@ -83,7 +99,7 @@ struct io {
 	const void *vdata[BULK];
 	uint64_t vsize[BULK];
 	atomic_uint pending; /* gets not yet reaped, plus one while the launcher still launches */
-	struct worker *w; /* the thread that launched it (stats, retry list) */
+	struct worker *w;    /* the thread that owns it now: launched it or reaped its event */
 	struct io *retry_next;
 	enum op op;
 	uint64_t item;
@@ -118,9 +134,9 @@ static struct {
 	struct worker *w;
 	pthread_barrier_t bar;
 	enum phase phase;
-	uint64_t total;			/* items in this phase */
-	_Atomic uint64_t next, done;	/* items handed out / finished */
-	_Atomic uint64_t *sum;		/* checksum of each object as written */
+	uint64_t total;		     /* items in this phase */
+	_Atomic uint64_t next, done; /* items handed out / finished */
+	_Atomic uint64_t *sum;	     /* checksum of each object as written */
 	_Atomic uint64_t verified, bytes, released_by_data, released_by_handle, released_by_id;
 	_Atomic uint64_t put_children, eagain_total, index_hits, index_misses, half_launched;
 } g;
@@ -131,7 +147,6 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
-
 
 /* ---- content and checksums ---- */
 
@@ -254,8 +269,10 @@ static void launch(struct io *io)
 		unsigned int k = io->n - io->nlaunched;
 		for (unsigned int i = 0; i < k; i++) {
 			unsigned int j = io->nlaunched + i;
-			gv[i] = (struct coffer_get_vec){.oid = io->oids[j], .ev = &io->vev[j].ev,
-							.data = &io->vdata[j], .size = &io->vsize[j]};
+			gv[i] = (struct coffer_get_vec){.oid = io->oids[j],
+							.ev = &io->vev[j].ev,
+							.data = &io->vdata[j],
+							.size = &io->vsize[j]};
 		}
 		rc = coffer_obj_get_oid_vec(g.conn, gv, k, 0);
 		if (rc > 0) {
@@ -285,7 +302,8 @@ static void launch(struct io *io)
 		return;
 	}
 	if (rc < 0)
-		DIE("launch of op %d on item %" PRIu64 ": %s", io->op, io->item, coffer_strerror(rc));
+		DIE("launch of op %d on item %" PRIu64 ": %s", io->op, io->item,
+		    coffer_strerror(rc));
 }
 
 /* All gets of a get_oid_vec completed: the io is the caller's alone again. */
@@ -294,7 +312,8 @@ static void vec_done(struct io *io, struct worker *self)
 	io->w = self;
 	for (unsigned int i = 0; i < io->n; i++) {
 		if (io->vev[i].ev.ev_error)
-			DIE("get_oid_vec %u: %s", io->idxs[i], coffer_strerror(io->vev[i].ev.ev_error));
+			DIE("get_oid_vec %u: %s", io->idxs[i],
+			    coffer_strerror(io->vev[i].ev.ev_error));
 		verify(io->idxs[i], io->vdata[i], io->vsize[i]);
 	}
 	io->op = OP_RELOIDBULK;
@@ -421,7 +440,8 @@ static void start_next(struct io *io)
 		break;
 	case PH_W2: /* objects [nobj/2, nobj) in batches of BULK */
 		io->n = 0;
-		for (uint32_t i = g.nobj / 2 + (uint32_t)item * BULK; i < g.nobj && io->n < BULK; i++) {
+		for (uint32_t i = g.nobj / 2 + (uint32_t)item * BULK; i < g.nobj && io->n < BULK;
+		     i++) {
 			io->idxs[io->n] = i;
 			obj_oid(i, &io->oids[io->n]);
 			io->n++;
@@ -506,8 +526,7 @@ static void read_index(struct worker *w)
 	struct coffer_read_vec rv[BULK];
 	static _Thread_local uint8_t buf[BULK][MAXSIZE];
 
-	for (uint32_t base = (uint32_t)w->id * BULK; base < g.nobj;
-	     base += g.threads * BULK) {
+	for (uint32_t base = (uint32_t)w->id * BULK; base < g.nobj; base += g.threads * BULK) {
 		unsigned int n = 0;
 		for (uint32_t i = base; i < g.nobj && n < BULK; i++, n++) {
 			obj_oid(i, &rv[n].oid);
@@ -522,8 +541,8 @@ static void read_index(struct worker *w)
 			uint32_t idx = base + i;
 			if (rv[i].result >= 0) {
 				if ((uint64_t)rv[i].result != rv[i].size)
-					DIE("read_oid_vec %u: %" PRId64 " of %" PRIu64 " bytes", idx,
-					    rv[i].result, rv[i].size);
+					DIE("read_oid_vec %u: %" PRId64 " of %" PRIu64 " bytes",
+					    idx, rv[i].result, rv[i].size);
 				verify(idx, buf[i], rv[i].size);
 				atomic_fetch_add(&g.index_hits, 1);
 			} else if (rv[i].result == -EAGAIN) {
@@ -576,8 +595,8 @@ static void *leaver_main(void *arg)
 	for (int i = 0; i < LEAVER_GETS; i++) {
 		CHECK(coffer_event_init(&l->ev[i], l->eq, NULL));
 		obj_oid((uint32_t)i, &l->oid[i]);
-		CHECK(coffer_obj_get_oid(g.conn, &l->oid[i], 0, &l->data[i], &l->size[i],
-					 &l->ev[i]));
+		CHECK(
+		    coffer_obj_get_oid(g.conn, &l->oid[i], 0, &l->data[i], &l->size[i], &l->ev[i]));
 	}
 	/* and one object created but never sealed, by a blocking call (hidden EQ) */
 	memset(&l->created_oid, 0, sizeof(l->created_oid));
@@ -803,19 +822,29 @@ int main(int argc, char **argv)
 	g.maxsize = MAXSIZE;
 	while ((opt = getopt(argc, argv, "t:d:n:z:s")) != -1) {
 		switch (opt) {
-		case 't': g.threads = (unsigned int)atoi(optarg); break;
-		case 'd': g.depth = (unsigned int)atoi(optarg); break;
-		case 'n': g.nobj = (unsigned int)atoi(optarg); break;
-		case 'z': g.maxsize = (unsigned int)atoi(optarg); break;
-		case 's': g.shared = 1; break;
+		case 't':
+			g.threads = (unsigned int)atoi(optarg);
+			break;
+		case 'd':
+			g.depth = (unsigned int)atoi(optarg);
+			break;
+		case 'n':
+			g.nobj = (unsigned int)atoi(optarg);
+			break;
+		case 'z':
+			g.maxsize = (unsigned int)atoi(optarg);
+			break;
+		case 's':
+			g.shared = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-z MAXSIZE] [-s] SOCKET\n");
+			fprintf(stderr, "usage: eqclient [-t THREADS] [-d DEPTH] [-n OBJECTS] [-z "
+					"MAXSIZE] [-s] SOCKET\n");
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || g.threads < 1 || g.threads > 64 || g.depth < 1 ||
-	    g.depth > 256 || g.nobj < 2 * BULK || g.nobj % (2 * BULK) ||
-	    g.maxsize < 1 || g.maxsize > MAXSIZE)
+	if (optind != argc - 1 || g.threads < 1 || g.threads > 64 || g.depth < 1 || g.depth > 256 ||
+	    g.nobj < 2 * BULK || g.nobj % (2 * BULK) || g.maxsize < 1 || g.maxsize > MAXSIZE)
 		DIE("bad arguments (OBJECTS a multiple of %d)", 2 * BULK);
 	g.sock = argv[optind];
 
@@ -851,7 +880,8 @@ int main(int argc, char **argv)
 			CHECK(coffer_event_init(&io->ev.ev, eq, NULL));
 			CHECK(coffer_event_init(&io->pev.ev, eq, NULL));
 			for (int c = 0; c < BULK; c++) {
-				CHECK(coffer_event_init(&io->child[c], COFFER_HANDLE_NULL, &io->pev.ev));
+				CHECK(coffer_event_init(&io->child[c], COFFER_HANDLE_NULL,
+							&io->pev.ev));
 				io->vev[c].io = io;
 				CHECK(coffer_event_init(&io->vev[c].ev, eq, NULL));
 			}
@@ -874,8 +904,8 @@ int main(int argc, char **argv)
 		pthread_barrier_wait(&g.bar);
 		pthread_barrier_wait(&g.bar);
 		double dt = now() - t0;
-		printf("%-32s %8" PRIu64 " items in %.3f s (%.0f items/s)\n", phase_name[p], g.total,
-		       dt, (double)g.total / dt);
+		printf("%-32s %8" PRIu64 " items in %.3f s (%.0f items/s)\n", phase_name[p],
+		       g.total, dt, (double)g.total / dt);
 		if (atomic_load(&g.done) != g.total)
 			DIE("%s: %" PRIu64 " of %" PRIu64 " items done", phase_name[p],
 			    atomic_load(&g.done), g.total);
@@ -897,7 +927,8 @@ int main(int argc, char **argv)
 		DIE("leaver");
 	pthread_join(lt, NULL);
 	CHECK(coffer_store_query(mon, &info));
-	printf("X  leaver exited: store sees %" PRIu64 " created (unsealed) objects, its EQ %d events"
+	printf("X  leaver exited: store sees %" PRIu64
+	       " created (unsealed) objects, its EQ %d events"
 	       "\n",
 	       info.objects_created - before.objects_created,
 	       coffer_eq_query(l->eq, COFFER_EQR_ALL, 0, NULL));
@@ -1006,14 +1037,15 @@ int main(int argc, char **argv)
 	pthread_barrier_destroy(&g.bar);
 
 	uint64_t eag = atomic_load(&g.eagain_total);
-	printf("verified %" PRIu64 " reads (%" PRIu64 " bytes) against writer checksums; %" PRIu64
-	       " puts on child events; releases %" PRIu64 " by pointer, %" PRIu64 " by handle, %" PRIu64
-	       " by ID; -EAGAIN at launch %" PRIu64 " (%" PRIu64
-	       " with a vector or a parent's children half launched); %s EQ, %u threads, depth %u\n",
-	       atomic_load(&g.verified), atomic_load(&g.bytes), atomic_load(&g.put_children),
-	       atomic_load(&g.released_by_data), atomic_load(&g.released_by_handle),
-	       atomic_load(&g.released_by_id), eag, atomic_load(&g.half_launched),
-	       g.shared ? "one shared" : "per-thread", g.threads, g.depth);
+	printf(
+	    "verified %" PRIu64 " reads (%" PRIu64 " bytes) against writer checksums; %" PRIu64
+	    " puts on child events; releases %" PRIu64 " by pointer, %" PRIu64
+	    " by handle, %" PRIu64 " by ID; -EAGAIN at launch %" PRIu64 " (%" PRIu64
+	    " with a vector or a parent's children half launched); %s EQ, %u threads, depth %u\n",
+	    atomic_load(&g.verified), atomic_load(&g.bytes), atomic_load(&g.put_children),
+	    atomic_load(&g.released_by_data), atomic_load(&g.released_by_handle),
+	    atomic_load(&g.released_by_id), eag, atomic_load(&g.half_launched),
+	    g.shared ? "one shared" : "per-thread", g.threads, g.depth);
 	if (fail)
 		DIE("the store still holds something of ours after disconnect");
 	printf("eqclient: OK\n");
