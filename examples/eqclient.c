@@ -16,7 +16,7 @@
  *   X   a thread launches 37 gets on its own EQ (5 not yet published) and creates an object
  *       it never seals, then exits; main reaps the gets on that EQ, the store keeps the
  *       unsealed object until the disconnect
- *   E   about 80 error returns and event rules from the headers, one by one (a get that
+ *   E   nearly 100 error returns and event rules from the headers, one by one (a get that
  *       waits for another thread's seal, replace with release by pointer, reservations,
  *       closed handles, destroyed EQs, a disconnect completing waiting gets -ENOTCONN)
  *   S   delete everything, destroy EQs, finalise events, disconnect, and check with a second
@@ -757,6 +757,28 @@ static void edges(void)
 	EXPECT((int)coffer_obj_read_oid(g.conn, &oid, 0, b, sizeof(b), &size), 128);
 	EXPECT(coffer_obj_delete(g.conn, &oid, NULL), 0);
 	EXPECT((int)coffer_obj_read_oid(g.conn, &oid, 0, b, sizeof(b), &size), -EAGAIN);
+
+	/* a parent whose second child fails: the parent carries the first error, each child
+	 * its own; two rounds on the same parent and children */
+	struct coffer_event par, kid[2];
+	CHECK(coffer_event_init(&par, eq, NULL));
+	for (int i = 0; i < 2; i++)
+		CHECK(coffer_event_init(&kid[i], COFFER_HANDLE_NULL, &par));
+	EXPECT(coffer_event_parent_barrier(&par), -EINVAL); /* no child launched yet */
+	for (int round = 0; round < 2; round++) {
+		EXPECT(coffer_obj_reserve(g.conn, 64, 2, blk, NULL), 0);
+		EXPECT(coffer_obj_put(g.conn, &oid, blk[0], 64, 0, &kid[0]), 0);
+		EXPECT(coffer_obj_put(g.conn, &oid, blk[1], 64, 0, &kid[1]), 0); /* same ID */
+		EXPECT(coffer_event_parent_barrier(&par), 0);
+		EXPECT(reap_one(eq, &par, 5000000), -EEXIST);
+		if (kid[0].ev_error != 0 || kid[1].ev_error != -EEXIST)
+			DIE("children: %s, %s", coffer_strerror(kid[0].ev_error),
+			    coffer_strerror(kid[1].ev_error));
+		EXPECT(coffer_obj_unreserve(g.conn, blk[1], NULL), 0); /* the failed put's block */
+		EXPECT(coffer_obj_delete(g.conn, &oid, NULL), 0);
+	}
+	EXPECT(coffer_event_fini(&par), 0); /* and the children */
+	EXPECT(coffer_event_fini(&kid[0]), -EINVAL);
 
 	/* closed handle, destroyed EQ */
 	EXPECT(coffer_obj_close(oh), 0);

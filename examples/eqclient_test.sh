@@ -6,7 +6,7 @@
 # 2 threads at depth 64 over 8192 objects, where the 16-request calls fill the 512-entry
 # channel (-EAGAIN at launch; get_oid_vec may launch only a prefix). Objects are up to 64 KiB
 # in the first run and up to 4 KiB after it (the same paths, less checksumming under the
-# sanitizers). Each run checks every byte it reads against the writer's checksum, about 80
+# sanitizers). Each run checks every byte it reads against the writer's checksum, nearly 100
 # documented error returns, a thread that exits with gets in flight, and that the store
 # holds nothing of the client after its disconnect.
 set -eu
