@@ -150,7 +150,11 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
  *         the parent's EQ, is never returned by poll itself and does not count on the EQ;
  *         the parent completes when its own operation and all children launched in this
  *         round have, with ev_error = the first error among them; children go back to READY
- *         when the parent is reaped.
+ *         when the parent is reaped. A parent launches (an operation of its own, or
+ *         coffer_event_parent_barrier()) only once every child is launched or completed:
+ *         while one is READY the launch fails with -EINVAL, nothing sent. So an event with
+ *         children cannot also carry the calls that come before them (e.g. the reserve
+ *         whose blocks the children's puts fill): give those an event of their own (DAOS).
  *
  * Return: 0; -EINVAL (@ev NULL, not initialised runtime, bad handle, @parent not initialised
  *         / a child / @ev itself / on another EQ); -ENOENT (EQ destroyed or never issued);

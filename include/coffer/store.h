@@ -251,15 +251,19 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - @ev NULL: blocks until the store answered; the return value is the store's result.
  *    (Implemented as the asynchronous call on a hidden per-thread event and EQ plus a wait:
  *    one path, not two.)
- *  - @ev given (initialised on an EQ with coffer_event_init(), READY): returns at once.
+ *  - @ev given (initialised on an EQ with coffer_event_init(), READY): returns without
+ *    waiting for the answer (only the first call on an EQ and connection waits for one
+ *    control round trip, to open the channel: see Context below).
  *    0 means launched: the result is in ev->ev_error when the event completes on its EQ
  *    (coffer_eq_poll() or coffer_event_test(); outputs are written before that and must
- *    stay valid until then). A negative return means the event was NOT launched and
- *    nothing was sent: -EAGAIN (the EQ's channel to this connection is full: 512 requests
- *    in flight, or fewer when the store caps its rings (max_ring_entries); a bulk call needs
- *    one slot per request; poll the EQ, then retry), -EBUSY (the event is not READY),
- *    -EINVAL (uninitialised event, or a parent event one of whose children is not launched
- *    yet).
+ *    stay valid until then). Inputs passed by pointer (ObjectIDs, and the bulk calls'
+ *    arrays of IDs and of data pointers) are read during the call only and may be reused
+ *    once it returns; the bytes of a block being put are the object's, not an input.
+ *    A negative return means the event was NOT launched and nothing was sent: -EAGAIN
+ *    (the EQ's channel to this connection is full: 512 requests in flight, or fewer when
+ *    the store caps its rings (max_ring_entries); a bulk call needs one slot per request;
+ *    poll the EQ, then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised
+ *    event, or a parent event one of whose children is not launched yet).
  *  - A bulk call (get_bulk, release_oid_bulk, release_data_bulk, reserve), blocking or not,
  *    of more requests than the channel's ring holds fails with -EINVAL, nothing sent: it
  *    could never be queued. Only a store that caps max_ring_entries below @n does that
@@ -385,7 +389,7 @@ COFFER_API int coffer_obj_release(coffer_handle_t oh, struct coffer_event *ev);
 /**
  * coffer_obj_get_bulk() - get up to COFFER_GET_BULK_MAX objects in one batch.
  * @connh: a connection.
- * @oids: @n ObjectIDs (duplicates allowed: each takes one reference).
+ * @oids: @n ObjectIDs (copied; duplicates allowed: each takes one reference).
  * @n: 1..COFFER_GET_BULK_MAX.
  * @timeout_us: per object, as for coffer_obj_get().
  * @bufs: out: @n results; bufs[i].status is 0 (data, size set), or with data NULL: -ENOENT
@@ -644,7 +648,8 @@ COFFER_API int coffer_obj_release_oid_bulk(coffer_handle_t connh, const struct c
  * references in one batch, completing one event.
  * @connh: the connection the gets (or creates) that returned @data went through.
  * @oids: @n ObjectIDs (copied), @oids[i] the ID of the object @data[i] points into.
- * @data: @n pointers those gets or creates returned, each inside the connection's arena.
+ * @data: @n pointers those gets or creates returned, each inside the connection's arena
+ *        (the array is read during the call only).
  * @n: 1..COFFER_GET_BULK_MAX.
  * @ev: NULL (blocking) or an event; it completes when every release has its answer.
  *
