@@ -54,7 +54,11 @@
  *    swaps in NULL (destroy: a "dead" sentinel that no later attach can replace) and waits
  *    for a grace period before returning, so once either returns the hook is never called
  *    again. Hence the hook must not itself detach, destroy the EQ or wait for a grace
- *    period.
+ *    period. Each attach gets a process-unique generation (struct eq_hook): a poller that
+ *    armed a hook and slept disarms it only if the hook attached after it woke is the same
+ *    attach, not merely at the same address (a detach frees the copy and the next attach's
+ *    malloc typically returns that memory: the new hook got a disarm() for an arm() it
+ *    never saw, test_hook_replaced_while_sleeping).
  *
  *  - Lifetime. The EQ record is freed by the handle hash's RCU callback after it was
  *    deleted and its last reference (events, sleeping pollers, destroy) was dropped.
@@ -100,6 +104,25 @@
  */
 static struct coffer__eq_progress eq_hook_dead;
 #define EQ_HOOK_DEAD (&eq_hook_dead)
+
+/* An attached hook: the caller's copy (eq_hook points at eh_p) and which attach it is. */
+struct eq_hook {
+	struct coffer__eq_progress eh_p;
+	uint64_t eh_gen; /* unique per attach in the process; written before publication */
+};
+
+/* Generations handed out so far; atomic-relaxed (uniqueness needs only the RMW). */
+static uint64_t eq_hook_gens;
+
+static struct eq_hook *eq_hook_of(struct coffer__eq_progress *p)
+{
+	return COFFER__CONTAINER_OF(p, struct eq_hook, eh_p);
+}
+
+static void eq_hook_free(struct coffer__eq_progress *p)
+{
+	free(eq_hook_of(p));
+}
 
 /* Load the attached hook (NULL when none). Context: inside a read-side section. */
 static struct coffer__eq_progress *hook_deref(struct coffer_eq *eq)
@@ -477,10 +500,10 @@ bool coffer__eq_deadline_passed(const struct timespec *ts)
 void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 		      bool (*cond)(void *arg, uint64_t word), void *arg)
 {
-	struct coffer__eq_progress *hook;
+	struct coffer__eq_progress *hook, *cur;
 	struct pollfd pfd = {.fd = eq->eq_fd, .events = POLLIN};
 	struct timespec left;
-	uint64_t word;
+	uint64_t word, gen = 0;
 	int armed = 0;
 
 	if (deadline != NULL && !deadline_left(deadline, &left))
@@ -494,8 +517,11 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	coffer__rcu_read_lock();
 	hook = hook_deref(eq);
-	if (hook != NULL && hook->arm != NULL)
-		armed = hook->arm(hook->arg);
+	if (hook != NULL) {
+		gen = eq_hook_of(hook)->eh_gen;
+		if (hook->arm != NULL)
+			armed = hook->arm(hook->arg);
+	}
 	coffer__rcu_read_unlock();
 
 	if (armed <= 0)
@@ -504,11 +530,14 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	if (hook != NULL) {
 		/* The hook we armed may have been detached (and freed after a grace period)
-		 * while we slept: dereference it only inside a new read-side section, after
-		 * checking it is still the attached one. */
+		 * while we slept, and another attached, possibly in the same memory: disarm
+		 * only the attached hook, inside a new read-side section, and only if it is the
+		 * attach we armed (its generation, not its address). */
 		coffer__rcu_read_lock();
-		if (hook_deref(eq) == hook && hook->arm != NULL && hook->disarm != NULL)
-			hook->disarm(hook->arg);
+		cur = hook_deref(eq);
+		if (cur != NULL && eq_hook_of(cur)->eh_gen == gen && cur->arm != NULL &&
+		    cur->disarm != NULL)
+			cur->disarm(cur->arg);
 		coffer__rcu_read_unlock();
 	}
 	if (armed <= 0)
@@ -562,7 +591,7 @@ static void eq_free(struct coffer_hlink *link)
 	if (hook != EQ_HOOK_DEAD && hook != NULL) {
 		if (hook->release != NULL)
 			hook->release(hook->arg);
-		free(hook);
+		eq_hook_free(hook);
 	}
 	eq_all_del(eq);
 	close(eq->eq_fd);
@@ -729,7 +758,7 @@ static void eq_detach(struct coffer_eq *eq, bool dead)
 		coffer__rcu_gp_acquire();
 		if (old->release != NULL)
 			old->release(old->arg);
-		free(old);
+		eq_hook_free(old);
 	}
 }
 
@@ -914,7 +943,8 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
 
 int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progress *p)
 {
-	struct coffer__eq_progress *copy, *expect = NULL;
+	struct coffer__eq_progress *expect = NULL;
+	struct eq_hook *copy;
 	struct coffer_eq *eq;
 	int rc;
 
@@ -931,10 +961,13 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 	} else if ((copy = malloc(sizeof(*copy))) == NULL) {
 		rc = -ENOMEM;
 	} else {
-		*copy = *p;
-		/* release: publishes the copy (RCU assign); pairs with the acquire loads */
-		if (!atomic_compare_exchange_strong_explicit(
-			&eq->eq_hook, &expect, copy, memory_order_release, memory_order_relaxed)) {
+		copy->eh_p = *p;
+		copy->eh_gen = __atomic_add_fetch(&eq_hook_gens, 1, __ATOMIC_RELAXED); /* from 1 */
+		/* release: publishes the copy and its generation (RCU assign); pairs with the
+		 * acquire loads */
+		if (!atomic_compare_exchange_strong_explicit(&eq->eq_hook, &expect, &copy->eh_p,
+							     memory_order_release,
+							     memory_order_relaxed)) {
 			free(copy);
 			rc = expect == EQ_HOOK_DEAD ? -ENOENT : -EBUSY;
 		}

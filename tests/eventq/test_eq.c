@@ -989,6 +989,93 @@ static void test_detach_while_sleeping(void **state)
 	assert_int_equal(coffer_eq_destroy(sd.eqh, 0), 0);
 }
 
+/*
+ * A hook replaced while a poller sleeps: the poller armed the old hook, so it must not call
+ * the new one's disarm() (eventq promises disarm() only after an arm() of the same attached
+ * hook). The sleeper used to recognise "its" hook by the copy's address alone, and the new
+ * copy is typically the old one's memory (freed by the detach, malloc'd again by the attach):
+ * the new hook got a disarm() for an arm() it never saw, which in the runtime's binding takes
+ * a sleeper count away from another poller (review rev2).
+ */
+struct swap_hook {
+	int id;
+	_Atomic int arms, disarms, unpaired;
+};
+
+static _Thread_local int swap_armed_id; /* the hook this thread armed last, 0: none */
+
+static int swap_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int swap_arm(void *arg)
+{
+	struct swap_hook *h = arg;
+
+	swap_armed_id = h->id;
+	atomic_fetch_add(&h->arms, 1);
+	return 0;
+}
+
+static void swap_disarm(void *arg)
+{
+	struct swap_hook *h = arg;
+
+	if (swap_armed_id != h->id)
+		atomic_fetch_add(&h->unpaired, 1);
+	swap_armed_id = 0;
+	atomic_fetch_add(&h->disarms, 1);
+}
+
+struct swap_poller {
+	coffer_handle_t eqh;
+	struct coffer_event *out;
+	int rc;
+};
+
+static void *swap_poller_main(void *arg)
+{
+	struct swap_poller *sp = arg;
+
+	sp->rc = coffer_eq_poll(sp->eqh, 0, 10000000, 1, &sp->out);
+	return NULL;
+}
+
+static void test_hook_replaced_while_sleeping(void **state)
+{
+	struct swap_hook a = {.id = 1}, b = {.id = 2};
+	struct coffer__eq_progress ha = {
+	    .progress = swap_progress, .arm = swap_arm, .disarm = swap_disarm, .arg = &a};
+	struct coffer__eq_progress hb = {
+	    .progress = swap_progress, .arm = swap_arm, .disarm = swap_disarm, .arg = &b};
+	struct swap_poller sp = {.eqh = new_eq(), .rc = -1};
+	struct coffer_event ev;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, &ha), 0);
+	assert_int_equal(coffer_event_init(&ev, sp.eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	assert_int_equal(pthread_create(&t, NULL, swap_poller_main, &sp), 0);
+	while (atomic_load(&a.arms) == 0)
+		sched_yield();
+	/* The poller armed A and sleeps (or is about to): A goes, B comes. Whether the poller is
+	 * in ppoll() yet does not matter, it looks at the hook only after waking. */
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, NULL), 0);
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, &hb), 0);
+	coffer__event_complete(&ev, 0); /* wakes the poller */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(sp.rc, 1);
+	assert_ptr_equal(sp.out, &ev);
+	assert_int_equal(atomic_load(&a.unpaired), 0);
+	assert_int_equal(atomic_load(&b.unpaired), 0);
+	assert_int_equal(atomic_load(&b.disarms), atomic_load(&b.arms));
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(sp.eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1464,6 +1551,7 @@ int main(void)
 	    T(test_progress_hook),
 	    T(test_detach_while_polling),
 	    T(test_detach_while_sleeping),
+	    T(test_hook_replaced_while_sleeping),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),
