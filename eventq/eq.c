@@ -46,7 +46,10 @@
  *    by all sleepers; eq_rung makes only the first completion after a drain pay the
  *    write(2). A poller (or tester) that drained the fd and left events behind re-rings when
  *    others sleep (a drained fd could otherwise keep a second sleeper asleep next to pending
- *    events). Before sleeping, the poller calls the hook's arm(); after waking, disarm().
+ *    events). A reap that leaves the EQ idle (nothing running, nothing to reap) wakes the
+ *    sleepers too: that is what wait_running pollers wait for, and no completion rings for
+ *    it (eq_wake_idle()). Before sleeping, the poller calls the hook's arm(); after waking,
+ *    disarm().
  *    An empty poll reads eq_word only (COMPLETED == 0): no lock, no shared write.
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
@@ -346,6 +349,32 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
 	return k;
 }
 
+/* Nothing running and nothing to reap: what a wait_running poller waits for. */
+static bool eq_word_idle(uint64_t w)
+{
+	return coffer__eqw_running(w) == 0 && coffer__eqw_completed(w) == 0;
+}
+
+/*
+ * A reap left the EQ idle (@word of its seq_cst RMW): wake the sleepers, for the wait_running
+ * pollers among them. No completion rings for this state, and the one that rang for the event
+ * we reaped may have been drained by us before another sleeper was back from ppoll() (it then
+ * sleeps on: test_wait_running_woken_by_reap). The Dekker pair of the design note: our seq_cst
+ * RMW of eq_word then seq_cst load of eq_sleepers, against the sleeper's increment then load.
+ * The fd is written even when eq_rung says it was: a poller may have drained it and not yet
+ * cleared eq_rung, and that poller need not be one that waits for idleness.
+ */
+static void eq_wake_idle(struct coffer_eq *eq)
+{
+	uint64_t one = 1;
+
+	if (atomic_load_explicit(&eq->eq_sleepers, memory_order_seq_cst) == 0)
+		return;
+	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the fd is readable already. */
+	}
+}
+
 bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
 {
 	struct coffer__mpsc_node *node;
@@ -368,7 +397,10 @@ bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
 		}
 	}
 	if (found)
-		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock */
+		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock.
+		 * No idle wake-up (eq_wake_idle()) here: the one caller that drains the fd,
+		 * coffer_event_test() after a sleep, passes the completion's wake-up on before it
+		 * takes the event (test_wait_running_woken_by_reap, odd rounds). */
 		atomic_fetch_sub_explicit(&eq->eq_word, COFFER__EQW_COMPLETED_ONE,
 					  memory_order_relaxed);
 	reap_unlock(eq);
@@ -859,6 +891,8 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 				coffer__eq_wake_sleepers(eq); /* leave the rest to another */
 			for (i = 0; i < k; i++)
 				coffer__ev_reaped(coffer__evp(events[i]));
+			if (eq_word_idle(word))
+				eq_wake_idle(eq); /* for wait_running sleepers */
 			rc = (int)k;
 			break;
 		}

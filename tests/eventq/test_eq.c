@@ -1076,6 +1076,119 @@ static void test_hook_replaced_while_sleeping(void **state)
 	assert_int_equal(coffer_eq_destroy(sp.eqh, 0), 0);
 }
 
+/*
+ * Two wait_running pollers sleep on an EQ with one event running; it completes. The poller
+ * that runs first drains the wake fd and reaps the event: the EQ is idle now (nothing
+ * running, nothing to reap), which is what the other one waits for, and it must return 0.
+ * A reap used to wake sleepers only when it left completed events behind, so the other
+ * poller, woken by the completion's write but not yet back from ppoll() when the fd was
+ * drained, slept on for good (review rev2). In odd rounds the other consumer is a
+ * coffer_event_test() of the event, sleeping as well, which reaps through
+ * coffer__eq_take_event(). Each round the loser may or may not have been that late; a thread
+ * still asleep after a generous watchdog is rescued (one more event) and counted as a failure.
+ */
+struct wr_poller {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	struct coffer_event *test; /* non-NULL: coffer_event_test() this event instead */
+	struct coffer_event *out;
+	bool tested;
+	_Atomic int rc;
+	_Atomic int done;
+};
+
+static _Atomic int wr_arms;
+
+static int wr_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int wr_arm(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&wr_arms, 1);
+	return 0;
+}
+
+static void wr_disarm(void *arg)
+{
+	(void)arg;
+}
+
+static void *wr_poller_main(void *arg)
+{
+	struct wr_poller *p = arg;
+
+	if (p->test != NULL)
+		atomic_store(&p->rc, coffer_event_test(p->test, -1, &p->tested));
+	else
+		atomic_store(&p->rc, coffer_eq_poll(p->eqh, 1, -1, 1, &p->out));
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_wait_running_woken_by_reap(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = wr_progress, .arm = wr_arm, .disarm = wr_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[1];
+	struct wr_poller p[2];
+	int round, stuck = 0, wrong = 0;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	for (round = 0; round < 20; round++) {
+		int arms = atomic_load(&wr_arms), got = 0, idle = 0, waited;
+
+		assert_int_equal(coffer__event_launch(&ev), 0);
+		for (int i = 0; i < 2; i++) {
+			memset(&p[i], 0, sizeof(p[i]));
+			p[i].eqh = eqh;
+			p[i].test = i == 1 && round % 2 ? &ev : NULL;
+			assert_int_equal(pthread_create(&p[i].tid, NULL, wr_poller_main, &p[i]), 0);
+		}
+		while (atomic_load(&wr_arms) < arms + 2)
+			sched_yield();
+		sleep_ms(10); /* both in ppoll() (or about to be): widens the window only */
+		coffer__event_complete(&ev, 0);
+		/* Watchdog: 10 s for a wake-up that takes microseconds. */
+		for (waited = 0; waited < 10000 && !(p[0].done && p[1].done); waited++)
+			sleep_ms(1);
+		if (!(p[0].done && p[1].done)) {
+			stuck++;
+			/* rescue: the event is READY again (reaped by the other poller) */
+			assert_int_equal(coffer__event_launch(&ev), 0);
+			coffer__event_complete(&ev, 0);
+		}
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_join(p[i].tid, NULL), 0);
+		if (p[1].test == NULL) {
+			for (int i = 0; i < 2; i++) {
+				got += p[i].rc == 1 && p[i].out == &ev;
+				idle += p[i].rc == 0;
+			}
+			wrong += !(got == 1 && idle == 1);
+		} else {
+			/* the poller took the event (1) or found the EQ idle (0); test() saw it
+			 * done either way */
+			wrong += !((p[0].rc == 1 && p[0].out == &ev) || p[0].rc == 0);
+			wrong += !(p[1].rc == 0 && p[1].tested);
+		}
+		if (stuck)
+			break;
+	}
+	print_message("wait_running pollers: rounds %d, stuck %d\n", round, stuck);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, evs), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1552,6 +1665,7 @@ int main(void)
 	    T(test_detach_while_polling),
 	    T(test_detach_while_sleeping),
 	    T(test_hook_replaced_while_sleeping),
+	    T(test_wait_running_woken_by_reap),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),
