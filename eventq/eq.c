@@ -46,10 +46,11 @@
  *    by all sleepers; eq_rung makes only the first completion after a drain pay the
  *    write(2). A poller (or tester) that drained the fd and left events behind re-rings when
  *    others sleep (a drained fd could otherwise keep a second sleeper asleep next to pending
- *    events). A reap that leaves the EQ idle (nothing running, nothing to reap) wakes the
- *    sleepers too: that is what wait_running pollers wait for, and no completion rings for
- *    it (eq_wake_idle()). Before sleeping, the poller calls the hook's arm(); after waking,
- *    disarm().
+ *    events). Sleepers whose condition a reap can make true (a tester whose event another
+ *    poller reaps, a wait_running poller whose EQ a reap leaves idle) count themselves in
+ *    eq_waiters too, and a poll that reaped wakes them (eq_wake_waiters()): no completion
+ *    rings for those states. Before sleeping, the poller calls the hook's arm(); after
+ *    waking, disarm().
  *    An empty poll reads eq_word only (COMPLETED == 0): no lock, no shared write.
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
@@ -349,26 +350,23 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
 	return k;
 }
 
-/* Nothing running and nothing to reap: what a wait_running poller waits for. */
-static bool eq_word_idle(uint64_t w)
-{
-	return coffer__eqw_running(w) == 0 && coffer__eqw_completed(w) == 0;
-}
-
 /*
- * A reap left the EQ idle (@word of its seq_cst RMW): wake the sleepers, for the wait_running
- * pollers among them. No completion rings for this state, and the one that rang for the event
- * we reaped may have been drained by us before another sleeper was back from ppoll() (it then
- * sleeps on: test_wait_running_woken_by_reap). The Dekker pair of the design note: our seq_cst
- * RMW of eq_word then seq_cst load of eq_sleepers, against the sleeper's increment then load.
- * The fd is written even when eq_rung says it was: a poller may have drained it and not yet
- * cleared eq_rung, and that poller need not be one that waits for idleness.
+ * A poll reaped events (after the seq_cst RMW of eq_word in eq_take() and after marking them
+ * READY): wake the sleepers whose condition a reap can make true - a tester whose event we
+ * reaped, a wait_running poller whose EQ we left idle. No completion rings for either, and
+ * the write that rang for what we reaped may have been drained by us before such a sleeper was
+ * back from ppoll(), which then slept on (test_event_test_woken_by_reap,
+ * test_wait_running_woken_by_reap). Dekker, as in the design note: our seq_cst RMW of eq_word
+ * then seq_cst load of eq_waiters, against the sleeper's seq_cst increment of eq_waiters then
+ * seq_cst load of eq_word. The fd is written even when eq_rung says it was: a poller may have
+ * drained it and not yet cleared eq_rung. Cost when nobody waits so: one load of the sleepers'
+ * line per poll that returned events.
  */
-static void eq_wake_idle(struct coffer_eq *eq)
+static void eq_wake_waiters(struct coffer_eq *eq)
 {
 	uint64_t one = 1;
 
-	if (atomic_load_explicit(&eq->eq_sleepers, memory_order_seq_cst) == 0)
+	if (atomic_load_explicit(&eq->eq_waiters, memory_order_seq_cst) == 0)
 		return;
 	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is saturated, so the fd is readable already. */
@@ -398,7 +396,7 @@ bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
 	}
 	if (found)
 		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock.
-		 * No idle wake-up (eq_wake_idle()) here: the one caller that drains the fd,
+		 * No eq_wake_waiters() here: the one caller that drains the fd,
 		 * coffer_event_test() after a sleep, passes the completion's wake-up on before it
 		 * takes the event (test_wait_running_woken_by_reap, odd rounds). */
 		atomic_fetch_sub_explicit(&eq->eq_word, COFFER__EQW_COMPLETED_ONE,
@@ -530,7 +528,7 @@ bool coffer__eq_deadline_passed(const struct timespec *ts)
 }
 
 void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
-		      bool (*cond)(void *arg, uint64_t word), void *arg)
+		      bool (*cond)(void *arg, uint64_t word), void *arg, bool reap_wakes)
 {
 	struct coffer__eq_progress *hook, *cur;
 	struct pollfd pfd = {.fd = eq->eq_fd, .events = POLLIN};
@@ -540,8 +538,11 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	if (deadline != NULL && !deadline_left(deadline, &left))
 		return;
-	/* seq_cst, both: the sleeper's half of the handshake with coffer__eq_publish() and
-	 * the re-ring checks (see the design note). */
+	/* seq_cst, all three: the sleeper's half of the handshakes with coffer__eq_publish(),
+	 * the re-ring checks and, for @reap_wakes, reaps (eq_wake_waiters(); see the design
+	 * note). */
+	if (reap_wakes)
+		atomic_fetch_add_explicit(&eq->eq_waiters, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&eq->eq_sleepers, 1, memory_order_seq_cst);
 	word = atomic_load_explicit(&eq->eq_word, memory_order_seq_cst);
 	if (cond(arg, word))
@@ -581,6 +582,8 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 out:
 	/* relaxed: a stale count only costs a spare write(2) */
 	atomic_fetch_sub_explicit(&eq->eq_sleepers, 1, memory_order_relaxed);
+	if (reap_wakes)
+		atomic_fetch_sub_explicit(&eq->eq_waiters, 1, memory_order_relaxed);
 }
 
 /* ---- handle helpers ----------------------------------------------------------------------- */
@@ -766,7 +769,7 @@ static void eq_drain_running(struct coffer_eq *eq)
 		if (retry || coffer__eqw_completed(word) > 0)
 			sched_yield();
 		else
-			coffer__eq_sleep(eq, NULL, drain_done, NULL);
+			coffer__eq_sleep(eq, NULL, drain_done, NULL, false);
 	}
 }
 
@@ -891,8 +894,7 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 				coffer__eq_wake_sleepers(eq); /* leave the rest to another */
 			for (i = 0; i < k; i++)
 				coffer__ev_reaped(coffer__evp(events[i]));
-			if (eq_word_idle(word))
-				eq_wake_idle(eq); /* for wait_running sleepers */
+			eq_wake_waiters(eq); /* testers, wait_running pollers */
 			rc = (int)k;
 			break;
 		}
@@ -915,7 +917,8 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 		if (retry || coffer__eqw_completed(word) > 0)
 			sched_yield(); /* a completion is inside its push window */
 		else
-			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc);
+			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc,
+					 wait_running != 0);
 		coffer__rcu_read_lock();
 	}
 	coffer__rcu_read_unlock();

@@ -1189,6 +1189,84 @@ static void test_wait_running_woken_by_reap(void **state)
 	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
 }
 
+/*
+ * coffer_event_test(A) and a poller sleep on an EQ while another event B keeps it busy; A
+ * completes. When the poller runs first it drains the wake fd and reaps A: A is done, which is
+ * what the tester waits for, and the tester must return with done set. The reap did not wake
+ * anyone (B still runs, nothing is left to reap), so a tester woken by A's completion but not
+ * yet back from ppoll() when the fd was drained slept on until B completed (review rev2). A
+ * tester still asleep after a generous watchdog counts as a failure; B's completion rescues it.
+ */
+struct tp_thread {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	struct coffer_event *test; /* non-NULL: test() it; NULL: poll */
+	struct coffer_event *out;
+	bool tested;
+	_Atomic int rc;
+	_Atomic int done;
+};
+
+static void *tp_main(void *arg)
+{
+	struct tp_thread *p = arg;
+
+	if (p->test != NULL)
+		atomic_store(&p->rc, coffer_event_test(p->test, -1, &p->tested));
+	else
+		atomic_store(&p->rc, coffer_eq_poll(p->eqh, 0, -1, 1, &p->out));
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_event_test_woken_by_reap(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = wr_progress, .arm = wr_arm, .disarm = wr_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event a, b, *evs[1];
+	struct tp_thread t, p;
+	int round, stuck = 0, wrong = 0;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&a, eqh, NULL), 0);
+	assert_int_equal(coffer_event_init(&b, eqh, NULL), 0);
+	for (round = 0; round < 20 && !stuck; round++) {
+		int arms = atomic_load(&wr_arms), waited;
+
+		assert_int_equal(coffer__event_launch(&a), 0);
+		assert_int_equal(coffer__event_launch(&b), 0);
+		memset(&t, 0, sizeof(t));
+		memset(&p, 0, sizeof(p));
+		t.eqh = p.eqh = eqh;
+		t.test = &a;
+		assert_int_equal(pthread_create(&t.tid, NULL, tp_main, &t), 0);
+		assert_int_equal(pthread_create(&p.tid, NULL, tp_main, &p), 0);
+		while (atomic_load(&wr_arms) < arms + 2)
+			sched_yield();
+		sleep_ms(10); /* both in ppoll() (or about to be): widens the window only */
+		coffer__event_complete(&a, 0);
+		/* Watchdog: 10 s for a wake-up that takes microseconds. */
+		for (waited = 0; waited < 10000 && !t.done; waited++)
+			sleep_ms(1);
+		stuck += !t.done;
+		coffer__event_complete(&b, 0); /* ends the poller (or rescues the tester) */
+		assert_int_equal(pthread_join(t.tid, NULL), 0);
+		assert_int_equal(pthread_join(p.tid, NULL), 0);
+		wrong += !(t.rc == 0 && t.tested);
+		wrong += !(p.rc == 1 && (p.out == &a || p.out == &b));
+		if (p.rc == 1 && p.out == &a) /* the poller took A: B is still to reap */
+			wrong += coffer_eq_poll(eqh, 0, -1, 1, evs) != 1 || evs[0] != &b;
+	}
+	print_message("tester beside a poller: rounds %d, stuck %d\n", round, stuck);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(coffer_event_fini(&a), 0);
+	assert_int_equal(coffer_event_fini(&b), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1666,6 +1744,7 @@ int main(void)
 	    T(test_detach_while_sleeping),
 	    T(test_hook_replaced_while_sleeping),
 	    T(test_wait_running_woken_by_reap),
+	    T(test_event_test_woken_by_reap),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),
