@@ -46,7 +46,11 @@
  *    by all sleepers; eq_rung makes only the first completion after a drain pay the
  *    write(2). A poller (or tester) that drained the fd and left events behind re-rings when
  *    others sleep (a drained fd could otherwise keep a second sleeper asleep next to pending
- *    events). Before sleeping, the poller calls the hook's arm(); after waking, disarm().
+ *    events). Sleepers whose condition a reap can make true (a tester whose event another
+ *    poller reaps, a wait_running poller whose EQ a reap leaves idle) count themselves in
+ *    eq_waiters too, and a poll that reaped wakes them (eq_wake_waiters()): no completion
+ *    rings for those states. Before sleeping, the poller calls the hook's arm(); after
+ *    waking, disarm().
  *    An empty poll reads eq_word only (COMPLETED == 0): no lock, no shared write.
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
@@ -54,7 +58,11 @@
  *    swaps in NULL (destroy: a "dead" sentinel that no later attach can replace) and waits
  *    for a grace period before returning, so once either returns the hook is never called
  *    again. Hence the hook must not itself detach, destroy the EQ or wait for a grace
- *    period.
+ *    period. Each attach gets a process-unique generation (struct eq_hook): a poller that
+ *    armed a hook and slept disarms it only if the hook attached after it woke is the same
+ *    attach, not merely at the same address (a detach frees the copy and the next attach's
+ *    malloc typically returns that memory: the new hook got a disarm() for an arm() it
+ *    never saw, test_hook_replaced_while_sleeping).
  *
  *  - Lifetime. The EQ record is freed by the handle hash's RCU callback after it was
  *    deleted and its last reference (events, sleeping pollers, destroy) was dropped.
@@ -100,6 +108,25 @@
  */
 static struct coffer__eq_progress eq_hook_dead;
 #define EQ_HOOK_DEAD (&eq_hook_dead)
+
+/* An attached hook: the caller's copy (eq_hook points at eh_p) and which attach it is. */
+struct eq_hook {
+	struct coffer__eq_progress eh_p;
+	uint64_t eh_gen; /* unique per attach in the process; written before publication */
+};
+
+/* Generations handed out so far; atomic-relaxed (uniqueness needs only the RMW). */
+static uint64_t eq_hook_gens;
+
+static struct eq_hook *eq_hook_of(struct coffer__eq_progress *p)
+{
+	return COFFER__CONTAINER_OF(p, struct eq_hook, eh_p);
+}
+
+static void eq_hook_free(struct coffer__eq_progress *p)
+{
+	free(eq_hook_of(p));
+}
 
 /* Load the attached hook (NULL when none). Context: inside a read-side section. */
 static struct coffer__eq_progress *hook_deref(struct coffer_eq *eq)
@@ -323,6 +350,29 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
 	return k;
 }
 
+/*
+ * A poll reaped events (after the seq_cst RMW of eq_word in eq_take() and after marking them
+ * READY): wake the sleepers whose condition a reap can make true - a tester whose event we
+ * reaped, a wait_running poller whose EQ we left idle. No completion rings for either, and
+ * the write that rang for what we reaped may have been drained by us before such a sleeper was
+ * back from ppoll(), which then slept on (test_event_test_woken_by_reap,
+ * test_wait_running_woken_by_reap). Dekker, as in the design note: our seq_cst RMW of eq_word
+ * then seq_cst load of eq_waiters, against the sleeper's seq_cst increment of eq_waiters then
+ * seq_cst load of eq_word. The fd is written even when eq_rung says it was: a poller may have
+ * drained it and not yet cleared eq_rung. Cost when nobody waits so: one load of the sleepers'
+ * line per poll that returned events.
+ */
+static void eq_wake_waiters(struct coffer_eq *eq)
+{
+	uint64_t one = 1;
+
+	if (atomic_load_explicit(&eq->eq_waiters, memory_order_seq_cst) == 0)
+		return;
+	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the fd is readable already. */
+	}
+}
+
 bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
 {
 	struct coffer__mpsc_node *node;
@@ -345,7 +395,10 @@ bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep)
 		}
 	}
 	if (found)
-		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock */
+		/* relaxed: the count meets only RMWs; the event itself is ordered by the lock.
+		 * No eq_wake_waiters() here: the one caller that drains the fd,
+		 * coffer_event_test() after a sleep, passes the completion's wake-up on before it
+		 * takes the event (test_wait_running_woken_by_reap, odd rounds). */
 		atomic_fetch_sub_explicit(&eq->eq_word, COFFER__EQW_COMPLETED_ONE,
 					  memory_order_relaxed);
 	reap_unlock(eq);
@@ -475,18 +528,21 @@ bool coffer__eq_deadline_passed(const struct timespec *ts)
 }
 
 void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
-		      bool (*cond)(void *arg, uint64_t word), void *arg)
+		      bool (*cond)(void *arg, uint64_t word), void *arg, bool reap_wakes)
 {
-	struct coffer__eq_progress *hook;
+	struct coffer__eq_progress *hook, *cur;
 	struct pollfd pfd = {.fd = eq->eq_fd, .events = POLLIN};
 	struct timespec left;
-	uint64_t word;
+	uint64_t word, gen = 0;
 	int armed = 0;
 
 	if (deadline != NULL && !deadline_left(deadline, &left))
 		return;
-	/* seq_cst, both: the sleeper's half of the handshake with coffer__eq_publish() and
-	 * the re-ring checks (see the design note). */
+	/* seq_cst, all three: the sleeper's half of the handshakes with coffer__eq_publish(),
+	 * the re-ring checks and, for @reap_wakes, reaps (eq_wake_waiters(); see the design
+	 * note). */
+	if (reap_wakes)
+		atomic_fetch_add_explicit(&eq->eq_waiters, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&eq->eq_sleepers, 1, memory_order_seq_cst);
 	word = atomic_load_explicit(&eq->eq_word, memory_order_seq_cst);
 	if (cond(arg, word))
@@ -494,8 +550,11 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	coffer__rcu_read_lock();
 	hook = hook_deref(eq);
-	if (hook != NULL && hook->arm != NULL)
-		armed = hook->arm(hook->arg);
+	if (hook != NULL) {
+		gen = eq_hook_of(hook)->eh_gen;
+		if (hook->arm != NULL)
+			armed = hook->arm(hook->arg);
+	}
 	coffer__rcu_read_unlock();
 
 	if (armed <= 0)
@@ -504,11 +563,14 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	if (hook != NULL) {
 		/* The hook we armed may have been detached (and freed after a grace period)
-		 * while we slept: dereference it only inside a new read-side section, after
-		 * checking it is still the attached one. */
+		 * while we slept, and another attached, possibly in the same memory: disarm
+		 * only the attached hook, inside a new read-side section, and only if it is the
+		 * attach we armed (its generation, not its address). */
 		coffer__rcu_read_lock();
-		if (hook_deref(eq) == hook && hook->arm != NULL && hook->disarm != NULL)
-			hook->disarm(hook->arg);
+		cur = hook_deref(eq);
+		if (cur != NULL && eq_hook_of(cur)->eh_gen == gen && cur->arm != NULL &&
+		    cur->disarm != NULL)
+			cur->disarm(cur->arg);
 		coffer__rcu_read_unlock();
 	}
 	if (armed <= 0)
@@ -520,6 +582,8 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 out:
 	/* relaxed: a stale count only costs a spare write(2) */
 	atomic_fetch_sub_explicit(&eq->eq_sleepers, 1, memory_order_relaxed);
+	if (reap_wakes)
+		atomic_fetch_sub_explicit(&eq->eq_waiters, 1, memory_order_relaxed);
 }
 
 /* ---- handle helpers ----------------------------------------------------------------------- */
@@ -562,7 +626,7 @@ static void eq_free(struct coffer_hlink *link)
 	if (hook != EQ_HOOK_DEAD && hook != NULL) {
 		if (hook->release != NULL)
 			hook->release(hook->arg);
-		free(hook);
+		eq_hook_free(hook);
 	}
 	eq_all_del(eq);
 	close(eq->eq_fd);
@@ -705,7 +769,7 @@ static void eq_drain_running(struct coffer_eq *eq)
 		if (retry || coffer__eqw_completed(word) > 0)
 			sched_yield();
 		else
-			coffer__eq_sleep(eq, NULL, drain_done, NULL);
+			coffer__eq_sleep(eq, NULL, drain_done, NULL, false);
 	}
 }
 
@@ -729,7 +793,7 @@ static void eq_detach(struct coffer_eq *eq, bool dead)
 		coffer__rcu_gp_acquire();
 		if (old->release != NULL)
 			old->release(old->arg);
-		free(old);
+		eq_hook_free(old);
 	}
 }
 
@@ -830,6 +894,7 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 				coffer__eq_wake_sleepers(eq); /* leave the rest to another */
 			for (i = 0; i < k; i++)
 				coffer__ev_reaped(coffer__evp(events[i]));
+			eq_wake_waiters(eq); /* testers, wait_running pollers */
 			rc = (int)k;
 			break;
 		}
@@ -852,7 +917,8 @@ COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t tim
 		if (retry || coffer__eqw_completed(word) > 0)
 			sched_yield(); /* a completion is inside its push window */
 		else
-			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc);
+			coffer__eq_sleep(eq, timeout_us > 0 ? &deadline : NULL, poll_wake, &pc,
+					 wait_running != 0);
 		coffer__rcu_read_lock();
 	}
 	coffer__rcu_read_unlock();
@@ -914,7 +980,8 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
 
 int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progress *p)
 {
-	struct coffer__eq_progress *copy, *expect = NULL;
+	struct coffer__eq_progress *expect = NULL;
+	struct eq_hook *copy;
 	struct coffer_eq *eq;
 	int rc;
 
@@ -931,10 +998,13 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 	} else if ((copy = malloc(sizeof(*copy))) == NULL) {
 		rc = -ENOMEM;
 	} else {
-		*copy = *p;
-		/* release: publishes the copy (RCU assign); pairs with the acquire loads */
-		if (!atomic_compare_exchange_strong_explicit(
-			&eq->eq_hook, &expect, copy, memory_order_release, memory_order_relaxed)) {
+		copy->eh_p = *p;
+		copy->eh_gen = __atomic_add_fetch(&eq_hook_gens, 1, __ATOMIC_RELAXED); /* from 1 */
+		/* release: publishes the copy and its generation (RCU assign); pairs with the
+		 * acquire loads */
+		if (!atomic_compare_exchange_strong_explicit(&eq->eq_hook, &expect, &copy->eh_p,
+							     memory_order_release,
+							     memory_order_relaxed)) {
 			free(copy);
 			rc = expect == EQ_HOOK_DEAD ? -ENOENT : -EBUSY;
 		}

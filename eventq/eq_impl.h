@@ -137,6 +137,8 @@ struct coffer_eq {
 
 	/* pollers about to sleep; completions read it */
 	_Alignas(COFFER__EQ_CACHELINE) _Atomic uint32_t eq_sleepers;
+	/* those of them that a reap can satisfy (testers, wait_running pollers); reaps read it */
+	_Atomic uint32_t eq_waiters;
 	_Atomic bool eq_rung; /* the wake fd was written since the last drain */
 
 	/* consumers (poll, test, fini, destroy) under eq_reap_lock */
@@ -181,9 +183,11 @@ bool coffer__eq_take_event(struct coffer_eq *eq, struct coffer__evp *ep);
 void coffer__eq_progress(struct coffer_eq *eq);
 
 /* Sleep on the EQ's wake fd until woken, @deadline (NULL: none) passes, or @cond(arg, word)
- * is already true; see eq.c for the protocol. Never called inside a read-side section. */
+ * is already true; see eq.c for the protocol. @reap_wakes: @cond can become true through a
+ * reap (a tester's event reaped by a poller, a wait_running poller's EQ going idle), so
+ * reaps must wake this sleeper. Never called inside a read-side section. */
 void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
-		      bool (*cond)(void *arg, uint64_t word), void *arg);
+		      bool (*cond)(void *arg, uint64_t word), void *arg, bool reap_wakes);
 
 /* Absolute CLOCK_MONOTONIC deadline @timeout_us from now (> 0). */
 void coffer__eq_deadline(struct timespec *ts, int64_t timeout_us);

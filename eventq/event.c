@@ -436,7 +436,7 @@ COFFER_API int coffer_event_test(struct coffer_event *ev, int64_t timeout_us, bo
 			sched_yield(); /* inside its push window, or being reaped by a poller */
 		} else {
 			coffer__eq_sleep(ep->ep_eq, timeout_us > 0 ? &deadline : NULL, test_wake,
-					 ep);
+					 ep, true);
 			/* We may have drained a wake-up meant for a poller of other events, or
 			 * the one coffer_eq_destroy() gives the EQ's pollers (CLOSING): pass it on
 			 * (seq_cst: as a reaper's re-ring check, see eq.c). Without CLOSING here a

@@ -315,8 +315,9 @@ static struct coffer_hnode *lookup_get_rcu(struct coffer_htab *tab, uint32_t b, 
 		/* An unlinked record with our key may precede a live one: keep walking. */
 		if (!coffer__hnode_get_unless_zero(n))
 			continue;
-		/* Re-check under the reference: a holder may have deleted the record and
-		 * reinserted it (same memory) under another key after we compared. */
+		/* Re-check under the reference. Reinserting a record before its free is a
+		 * caller bug (coffer_htab_insert()), so this only keeps such a bug from handing
+		 * out a record under a key it no longer has. */
 		if (!tab->ht_ops.hop_key_cmp(n, key, ksize)) {
 			ref_put(tab, n, false);
 			continue;

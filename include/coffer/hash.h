@@ -124,7 +124,11 @@ COFFER_API int coffer_htab_destroy(struct coffer_htab *tab, bool drain);
 
 /**
  * coffer_htab_insert() - insert a record whose key is not yet in the table.
- * @tab: the table. @key, @ksize: the record's key. @node: the record's node, not linked.
+ * @tab: the table. @key, @ksize: the record's key. @node: the record's node: never inserted
+ *       before, or reused only after hop_rec_free() ran for it. Not a record deleted and
+ *       still referenced or waiting for its grace period: its count is set afresh (holders'
+ *       references would be lost), and a reader still standing on it would walk on into its
+ *       new chain and miss records of the old one (what hlist_nulls exists for in Linux).
  * Return: 0; -EEXIST (a record with @key is linked; @node untouched); -EINVAL (NULL).
  * Context: any thread, inside or outside a read-side section; locks @key's stripe.
  * Lifetime: on success the table owns the only reference; do not use @node after a
@@ -273,7 +277,8 @@ COFFER_API int coffer_hhash_destroy(struct coffer_hhash *hh, bool drain);
 
 /**
  * coffer_hhash_insert() - give @link a new cookie of @type and insert it.
- * @link: the record; hl_free must be set; not linked. @type: 1..15. @hp: out: the handle.
+ * @link: the record; hl_free must be set; never inserted, or reused only after its hl_free
+ *        ran (as coffer_htab_insert()). @type: 1..15. @hp: out: the handle.
  * The cookie is (counter << COFFER_HTYPE_BITS) | type, the counter taken from a per-thread
  * range (no shared atomic per insert, no lock); counters are never reused in the process.
  * Return: 0; -EINVAL (NULL, no hl_free, bad type); -ENOSPC (2^60 cookies issued).

@@ -989,6 +989,284 @@ static void test_detach_while_sleeping(void **state)
 	assert_int_equal(coffer_eq_destroy(sd.eqh, 0), 0);
 }
 
+/*
+ * A hook replaced while a poller sleeps: the poller armed the old hook, so it must not call
+ * the new one's disarm() (eventq promises disarm() only after an arm() of the same attached
+ * hook). The sleeper used to recognise "its" hook by the copy's address alone, and the new
+ * copy is typically the old one's memory (freed by the detach, malloc'd again by the attach):
+ * the new hook got a disarm() for an arm() it never saw, which in the runtime's binding takes
+ * a sleeper count away from another poller (review rev2).
+ */
+struct swap_hook {
+	int id;
+	_Atomic int arms, disarms, unpaired;
+};
+
+static _Thread_local int swap_armed_id; /* the hook this thread armed last, 0: none */
+
+static int swap_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int swap_arm(void *arg)
+{
+	struct swap_hook *h = arg;
+
+	swap_armed_id = h->id;
+	atomic_fetch_add(&h->arms, 1);
+	return 0;
+}
+
+static void swap_disarm(void *arg)
+{
+	struct swap_hook *h = arg;
+
+	if (swap_armed_id != h->id)
+		atomic_fetch_add(&h->unpaired, 1);
+	swap_armed_id = 0;
+	atomic_fetch_add(&h->disarms, 1);
+}
+
+struct swap_poller {
+	coffer_handle_t eqh;
+	struct coffer_event *out;
+	int rc;
+};
+
+static void *swap_poller_main(void *arg)
+{
+	struct swap_poller *sp = arg;
+
+	sp->rc = coffer_eq_poll(sp->eqh, 0, 10000000, 1, &sp->out);
+	return NULL;
+}
+
+static void test_hook_replaced_while_sleeping(void **state)
+{
+	struct swap_hook a = {.id = 1}, b = {.id = 2};
+	struct coffer__eq_progress ha = {
+	    .progress = swap_progress, .arm = swap_arm, .disarm = swap_disarm, .arg = &a};
+	struct coffer__eq_progress hb = {
+	    .progress = swap_progress, .arm = swap_arm, .disarm = swap_disarm, .arg = &b};
+	struct swap_poller sp = {.eqh = new_eq(), .rc = -1};
+	struct coffer_event ev;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, &ha), 0);
+	assert_int_equal(coffer_event_init(&ev, sp.eqh, NULL), 0);
+	assert_int_equal(coffer__event_launch(&ev), 0);
+	assert_int_equal(pthread_create(&t, NULL, swap_poller_main, &sp), 0);
+	while (atomic_load(&a.arms) == 0)
+		sched_yield();
+	/* The poller armed A and sleeps (or is about to): A goes, B comes. Whether the poller is
+	 * in ppoll() yet does not matter, it looks at the hook only after waking. */
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, NULL), 0);
+	assert_int_equal(coffer__eq_set_progress(sp.eqh, &hb), 0);
+	coffer__event_complete(&ev, 0); /* wakes the poller */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(sp.rc, 1);
+	assert_ptr_equal(sp.out, &ev);
+	assert_int_equal(atomic_load(&a.unpaired), 0);
+	assert_int_equal(atomic_load(&b.unpaired), 0);
+	assert_int_equal(atomic_load(&b.disarms), atomic_load(&b.arms));
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(sp.eqh, 0), 0);
+}
+
+/*
+ * Two wait_running pollers sleep on an EQ with one event running; it completes. The poller
+ * that runs first drains the wake fd and reaps the event: the EQ is idle now (nothing
+ * running, nothing to reap), which is what the other one waits for, and it must return 0.
+ * A reap used to wake sleepers only when it left completed events behind, so the other
+ * poller, woken by the completion's write but not yet back from ppoll() when the fd was
+ * drained, slept on for good (review rev2). In odd rounds the other consumer is a
+ * coffer_event_test() of the event, sleeping as well, which reaps through
+ * coffer__eq_take_event(). Each round the loser may or may not have been that late; a thread
+ * still asleep after a generous watchdog is rescued (one more event) and counted as a failure.
+ */
+struct wr_poller {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	struct coffer_event *test; /* non-NULL: coffer_event_test() this event instead */
+	struct coffer_event *out;
+	bool tested;
+	_Atomic int rc;
+	_Atomic int done;
+};
+
+static _Atomic int wr_arms;
+
+static int wr_progress(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int wr_arm(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&wr_arms, 1);
+	return 0;
+}
+
+static void wr_disarm(void *arg)
+{
+	(void)arg;
+}
+
+static void *wr_poller_main(void *arg)
+{
+	struct wr_poller *p = arg;
+
+	if (p->test != NULL)
+		atomic_store(&p->rc, coffer_event_test(p->test, -1, &p->tested));
+	else
+		atomic_store(&p->rc, coffer_eq_poll(p->eqh, 1, -1, 1, &p->out));
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_wait_running_woken_by_reap(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = wr_progress, .arm = wr_arm, .disarm = wr_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event ev, *evs[1];
+	struct wr_poller p[2];
+	int round, stuck = 0, wrong = 0;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	for (round = 0; round < 20; round++) {
+		int arms = atomic_load(&wr_arms), got = 0, idle = 0, waited;
+
+		assert_int_equal(coffer__event_launch(&ev), 0);
+		for (int i = 0; i < 2; i++) {
+			memset(&p[i], 0, sizeof(p[i]));
+			p[i].eqh = eqh;
+			p[i].test = i == 1 && round % 2 ? &ev : NULL;
+			assert_int_equal(pthread_create(&p[i].tid, NULL, wr_poller_main, &p[i]), 0);
+		}
+		while (atomic_load(&wr_arms) < arms + 2)
+			sched_yield();
+		sleep_ms(10); /* both in ppoll() (or about to be): widens the window only */
+		coffer__event_complete(&ev, 0);
+		/* Watchdog: 10 s for a wake-up that takes microseconds. */
+		for (waited = 0; waited < 10000 && !(p[0].done && p[1].done); waited++)
+			sleep_ms(1);
+		if (!(p[0].done && p[1].done)) {
+			stuck++;
+			/* rescue: the event is READY again (reaped by the other poller) */
+			assert_int_equal(coffer__event_launch(&ev), 0);
+			coffer__event_complete(&ev, 0);
+		}
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_join(p[i].tid, NULL), 0);
+		if (p[1].test == NULL) {
+			for (int i = 0; i < 2; i++) {
+				got += p[i].rc == 1 && p[i].out == &ev;
+				idle += p[i].rc == 0;
+			}
+			wrong += !(got == 1 && idle == 1);
+		} else {
+			/* the poller took the event (1) or found the EQ idle (0); test() saw it
+			 * done either way */
+			wrong += !((p[0].rc == 1 && p[0].out == &ev) || p[0].rc == 0);
+			wrong += !(p[1].rc == 0 && p[1].tested);
+		}
+		if (stuck)
+			break;
+	}
+	print_message("wait_running pollers: rounds %d, stuck %d\n", round, stuck);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, evs), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
+/*
+ * coffer_event_test(A) and a poller sleep on an EQ while another event B keeps it busy; A
+ * completes. When the poller runs first it drains the wake fd and reaps A: A is done, which is
+ * what the tester waits for, and the tester must return with done set. The reap did not wake
+ * anyone (B still runs, nothing is left to reap), so a tester woken by A's completion but not
+ * yet back from ppoll() when the fd was drained slept on until B completed (review rev2). A
+ * tester still asleep after a generous watchdog counts as a failure; B's completion rescues it.
+ */
+struct tp_thread {
+	pthread_t tid;
+	coffer_handle_t eqh;
+	struct coffer_event *test; /* non-NULL: test() it; NULL: poll */
+	struct coffer_event *out;
+	bool tested;
+	_Atomic int rc;
+	_Atomic int done;
+};
+
+static void *tp_main(void *arg)
+{
+	struct tp_thread *p = arg;
+
+	if (p->test != NULL)
+		atomic_store(&p->rc, coffer_event_test(p->test, -1, &p->tested));
+	else
+		atomic_store(&p->rc, coffer_eq_poll(p->eqh, 0, -1, 1, &p->out));
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_event_test_woken_by_reap(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = wr_progress, .arm = wr_arm, .disarm = wr_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event a, b, *evs[1];
+	struct tp_thread t, p;
+	int round, stuck = 0, wrong = 0;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&a, eqh, NULL), 0);
+	assert_int_equal(coffer_event_init(&b, eqh, NULL), 0);
+	for (round = 0; round < 20 && !stuck; round++) {
+		int arms = atomic_load(&wr_arms), waited;
+
+		assert_int_equal(coffer__event_launch(&a), 0);
+		assert_int_equal(coffer__event_launch(&b), 0);
+		memset(&t, 0, sizeof(t));
+		memset(&p, 0, sizeof(p));
+		t.eqh = p.eqh = eqh;
+		t.test = &a;
+		assert_int_equal(pthread_create(&t.tid, NULL, tp_main, &t), 0);
+		assert_int_equal(pthread_create(&p.tid, NULL, tp_main, &p), 0);
+		while (atomic_load(&wr_arms) < arms + 2)
+			sched_yield();
+		sleep_ms(10); /* both in ppoll() (or about to be): widens the window only */
+		coffer__event_complete(&a, 0);
+		/* Watchdog: 10 s for a wake-up that takes microseconds. */
+		for (waited = 0; waited < 10000 && !t.done; waited++)
+			sleep_ms(1);
+		stuck += !t.done;
+		coffer__event_complete(&b, 0); /* ends the poller (or rescues the tester) */
+		assert_int_equal(pthread_join(t.tid, NULL), 0);
+		assert_int_equal(pthread_join(p.tid, NULL), 0);
+		wrong += !(t.rc == 0 && t.tested);
+		wrong += !(p.rc == 1 && (p.out == &a || p.out == &b));
+		if (p.rc == 1 && p.out == &a) /* the poller took A: B is still to reap */
+			wrong += coffer_eq_poll(eqh, 0, -1, 1, evs) != 1 || evs[0] != &b;
+	}
+	print_message("tester beside a poller: rounds %d, stuck %d\n", round, stuck);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(coffer_event_fini(&a), 0);
+	assert_int_equal(coffer_event_fini(&b), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1464,6 +1742,9 @@ int main(void)
 	    T(test_progress_hook),
 	    T(test_detach_while_polling),
 	    T(test_detach_while_sleeping),
+	    T(test_hook_replaced_while_sleeping),
+	    T(test_wait_running_woken_by_reap),
+	    T(test_event_test_woken_by_reap),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),
