@@ -534,7 +534,8 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 	if (io_u->ddir == DDIR_TRIM)
 		what = "trim";
 	/* With coffer_prefill=1 the block existed before the reads began: advising the option
-	 * the job already sets would send the user the wrong way. */
+	 * the job already sets would send the user the wrong way; under --readonly the
+	 * prefill does not run (cf_init), so it is no fix there either. */
 	log_err("fio: coffer: %s of %s at offset %llu failed: %s%s\n", what,
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
 		cf_strerror(err),
@@ -544,6 +545,11 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 		      "evicted since (the jobs' data set is larger than the store: give "
 		      "coffer-store a larger -m), trimmed, or written with another block size "
 		      "(read with the bs it was written with)"
+		: read_only
+		    ? "; the block was never written, written with another block size (read "
+		      "with the bs it was written with), or evicted (give coffer-store a larger "
+		      "-m); --readonly creates no blocks (no coffer_prefill): "
+		      "coffer_missing=zeros reads them as zeros"
 		    : "; the block was never written, written with another block size (read "
 		      "with the bs it was written with), or evicted (give coffer-store a larger "
 		      "-m): set coffer_prefill=1 to create missing blocks, or "
@@ -1094,7 +1100,14 @@ static int cf_init(struct thread_data *td)
 		;
 	cd->wt_count = calloc((size_t)cd->wt_mask + 1, sizeof(*cd->wt_count));
 	cd->index = o->index != 0;
-	cd->prefill = o->prefill != 0;
+	/* fio's --readonly refuses every write and trim, and lays out no file for a job that
+	 * reads ("refusing extend of file due to read-only"); the prefill is that layout here
+	 * (it creates blocks), so it is skipped the same way, and a missing block's error does
+	 * not claim the prefill made it. Before, the prefill created them under --readonly. */
+	cd->prefill = o->prefill != 0 && !read_only;
+	if (o->prefill && read_only && td_read(td))
+		log_err("fio: coffer: --readonly: coffer_prefill=1 creates no blocks (it would "
+			"write the store); a read of a missing block fails\n");
 	cd->may_conflict = td_write(td) || td_trim(td);
 	/* writes of one block size put reserved blocks (coffer_put) */
 	if (o->put && td_write(td) && td->o.min_bs[DDIR_WRITE] == td->o.max_bs[DDIR_WRITE] &&
@@ -1723,7 +1736,7 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
 		f->real_file_size = f->file_offset + f->io_size;
 
-	if (o->prefill && td_read(td)) {
+	if (cd->prefill && td_read(td)) {
 		if (!cd->prefilled) {
 			cd->nr_files = td->files_index;
 			cd->prefilled = calloc(cd->nr_files ? cd->nr_files : 1, 1);

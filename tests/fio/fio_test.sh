@@ -65,6 +65,10 @@
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
+#   readonly      fio --readonly with coffer_prefill=1 creates no block (fio lays out no file
+#                 under --readonly either): a read of a missing block fails, and its line
+#                 does not advise coffer_prefill=1; blocks written before are read back.
+#                 Before, the prefill wrote every missing block under --readonly
 #   trim-busy     a trim of a block another client has created and not sealed yet succeeds
 #                 (it is ordered before that write, as a trim of a missing block is);
 #                 before, the job failed with EBUSY
@@ -862,8 +866,40 @@ case_put_shared() {
 	say "four jobs of 3 MiB each, time-based randrw, verified in a 16 MiB store, by create + seal and by put"
 }
 
+case_readonly() {
+	local rc
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	# nothing written yet: the prefill must not create the blocks, so the reads fail
+	fails_saying "$work/r1.log" "coffer: --readonly: coffer_prefill=1 creates no blocks" \
+		--readonly --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+		--name=ro --filename=ro --rw=randread --bs=4k --size=64k --iodepth=4
+	grep -q "coffer: read of .* failed: .*--readonly creates no blocks" "$work/r1.log" ||
+		fail "the missing block's line does not say why: $(cat "$work/r1.log")"
+	grep -q "set coffer_prefill=1" "$work/r1.log" &&
+		fail "under --readonly the line advises coffer_prefill=1: $(cat "$work/r1.log")"
+	for off in 0 61440; do
+		"$block" "$sock" busy ro "$off" exists &&
+			fail "--readonly created the block at offset $off (the prefill wrote the store)"
+	done
+	# written without --readonly, the same job reads every block back under it
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ro --filename=ro \
+		--rw=write --bs=4k --size=64k --verify=crc32c --do_verify=0 >"$work/w.log" 2>&1 ||
+		fail "writing the blocks: $(cat "$work/w.log")"
+	fio_engine --readonly --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+		--name=ro --filename=ro --rw=randread --bs=4k --size=64k --iodepth=4 \
+		--verify=crc32c --output-format=json --output="$work/r2.json" >"$work/r2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/r2.log"
+	[ "$rc" -eq 0 ] || fail "--readonly read of written blocks: $(cat "$work/r2.log" "$work/r2.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/r2.json")" -eq 65536 ] ||
+		fail "--readonly read back $(jq '.jobs[0].read.io_bytes' "$work/r2.json") bytes, want 65536"
+	say "--readonly: the prefill created nothing; blocks written before were read and verified"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+readonly) case_readonly ;;
 quickstart) case_quickstart ;;
 quickstart-reldir) case_quickstart_reldir ;;
 overwrite-order) case_overwrite_order ;;
@@ -894,7 +930,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|readonly|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
