@@ -1079,6 +1079,17 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "pre_read");
 		return 1;
 	}
+	/* fio starts a file_append=1 job at the file's size, which for a store file is the
+	 * job's own size= (cf_get_file_size): every run wrote [size, 2 x size), past blocks
+	 * nobody wrote, where psync appends at the end of what is there (0 for a new file).
+	 * The store keeps no end of a file to append at: refuse, and say so. */
+	if (td->o.file_append) {
+		log_err("fio: coffer: file_append=1 is not supported (a coffer file has no end "
+			"of its own to append at: its blocks live in the store); give offset= "
+			"to start writing past existing blocks\n");
+		td_verror(td, EINVAL, "file_append");
+		return 1;
+	}
 	cd = calloc(1, sizeof(*cd));
 	if (!cd) {
 		td_verror(td, ENOMEM, "coffer init");

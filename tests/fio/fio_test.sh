@@ -69,6 +69,10 @@
 #                 under --readonly either): a read of a missing block fails, and its line
 #                 does not advise coffer_prefill=1; blocks written before are read back.
 #                 Before, the prefill wrote every missing block under --readonly
+#   file-append   file_append=1 fails saying a coffer file has no end to append at, and
+#                 writes nothing; before, every run wrote [size, 2 x size) (the engine's
+#                 file size is size=), past blocks nobody wrote, where psync appends at the
+#                 file's end (offset 0 for a new file)
 #   trim-busy     a trim of a block another client has created and not sealed yet succeeds
 #                 (it is ordered before that write, as a trim of a missing block is);
 #                 before, the job failed with EBUSY
@@ -897,9 +901,23 @@ case_readonly() {
 	say "--readonly: the prefill created nothing; blocks written before were read and verified"
 }
 
+case_file_append() {
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	fails_saying "$work/a.log" "coffer: file_append=1 is not supported" \
+		--coffer_socket="$sock" --coffer_namespace=busy --name=ap --filename=ap \
+		--rw=write --bs=4k --size=64k --file_append=1
+	for off in 0 65536; do
+		"$block" "$sock" busy ap "$off" exists &&
+			fail "file_append=1 wrote the block at offset $off"
+	done
+	say "file_append=1: $(grep -m1 'file_append=1' "$work/a.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
 readonly) case_readonly ;;
+file-append) case_file_append ;;
 quickstart) case_quickstart ;;
 quickstart-reldir) case_quickstart_reldir ;;
 overwrite-order) case_overwrite_order ;;
@@ -930,7 +948,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|readonly|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
