@@ -1518,6 +1518,7 @@ struct cf_pslot {
 	struct coffer_event ev;
 	struct coffer_oid oid;
 	uint64_t offset;   /* the block's offset in its file */
+	uint64_t size;	   /* CF_P_CREATE: the block's size in bytes */
 	void *data;	   /* CF_P_CREATE: the new block */
 	const void *rdata; /* CF_P_WAIT: the block another client sealed */
 	uint64_t rsize;	   /* and its size */
@@ -1528,12 +1529,11 @@ _Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its e
 
 /* Launch the slot's stage on its event (@ev) or run it blocking (@ev NULL: the prefill EQ's
  * channel is full). Return the launch's result, or with @ev NULL the stage's. */
-static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
-			struct coffer_event *ev)
+static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, struct coffer_event *ev)
 {
 	switch (s->stage) {
 	case CF_P_CREATE:
-		return coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, ev);
+		return coffer_obj_create_oid(cd->conn, &s->oid, s->size, 0, &s->data, ev);
 	case CF_P_SEAL:
 		return coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE, ev);
 	case CF_P_WAIT:
@@ -1548,7 +1548,7 @@ static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
 
 /* The slot's stage finished with @e: pick the next stage. Return 1 (run s->stage next), 0 (the
  * block is done) or a negative errno (the prefill fails). */
-static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
+static int cf_pslot_next(struct cf_pslot *s, int e)
 {
 	switch (s->stage) {
 	case CF_P_CREATE:
@@ -1563,7 +1563,7 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 		}
 		if (e < 0)
 			return e;
-		memset(s->data, 0, bs);
+		memset(s->data, 0, s->size);
 		s->stage = CF_P_SEAL;
 		return 1;
 	case CF_P_WAIT:
@@ -1589,19 +1589,19 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 
 /* The slot's stage finished with @e: launch the next one. Return 1 (launched: its event will
  * come back), 0 (the block is done) or a negative errno. */
-static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, uint64_t bs, int e)
+static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, int e)
 {
 	for (;;) {
-		int rc = cf_pslot_next(s, bs, e);
+		int rc = cf_pslot_next(s, e);
 
 		if (rc <= 0)
 			return rc;
-		rc = cf_pslot_run(cd, s, bs, &s->ev);
+		rc = cf_pslot_run(cd, s, &s->ev);
 		if (rc == 0)
 			return 1;
 		if (rc != -EAGAIN)
 			return rc;
-		e = cf_pslot_run(cd, s, bs, NULL); /* ring full: this stage blocking */
+		e = cf_pslot_run(cd, s, NULL); /* ring full: this stage blocking */
 	}
 }
 
@@ -1618,21 +1618,27 @@ static uint64_t cf_gcd(uint64_t a, uint64_t b)
 
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block: one of the read size at every offset a read can start at. Blocks
- * that exist (-EEXIST) are left as they are, once sealed: a block another client created
- * and has not sealed yet (another job prefilling or writing the same file) is waited for,
- * or the first read of it would fail with ENOENT. Runs on its own EQ so that its events
- * never mix with io_u events.
+ * hits a missing block: one of the largest read size at every offset a read can start at
+ * (shorter at the file's end, where no longer read fits; a shorter read copies the start
+ * of the block). Blocks that exist (-EEXIST) are left as they are, once sealed: a block
+ * another client created and has not sealed yet (another job prefilling or writing the
+ * same file) is waited for, or the first read of it would fail with ENOENT. Runs on its
+ * own EQ so that its events never mix with io_u events. Return 0 or a negative errno.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
 		      const struct cf_file *cff)
 {
-	const uint64_t bs = td->o.bs[DDIR_READ] ? td->o.bs[DDIR_READ] : td_min_bs(td);
+	/* A read longer than its block comes back short, and fio requeues the rest but counts
+	 * none of it once the job has issued its size: with blocks of bs= (4k, fio's default)
+	 * bssplit=64k/50:4k/50 read 32 KiB of 2 MiB and exited 0, where psync reads 2 MiB. */
+	const uint64_t bs = td->o.max_bs[DDIR_READ] ? td->o.max_bs[DDIR_READ] : td_max_bs(td);
+	const uint64_t min_bs = td->o.min_bs[DDIR_READ] ? td->o.min_bs[DDIR_READ] : bs;
 	const uint64_t end = f->file_offset + f->io_size;
-	/* fio starts random reads at multiples of blockalign (ba), sequential ones at multiples
-	 * of bs: a block at every multiple of their gcd serves both (bs=8k ba=4k: 8 KiB blocks
-	 * every 4 KiB) */
-	const uint64_t stride = cf_gcd(bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : bs);
+	/* fio starts random reads at multiples of blockalign (ba), sequential ones at sums of
+	 * read sizes, which are multiples of min_bs (bsrange= with a power of two, fio rounds
+	 * them down to one) or of the bssplit= sizes: a block at every multiple of their gcd
+	 * serves all (bs=8k ba=4k: 8 KiB blocks every 4 KiB) */
+	uint64_t stride = cf_gcd(min_bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : min_bs);
 	struct cf_pslot *slots;
 	struct coffer_event *evs[CF_POLL_BATCH];
 	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0, ninit = 0;
@@ -1659,15 +1665,19 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 		freelist[nfree++] = i;
 	}
 
-	while ((next + bs <= end && !err) || running) {
-		while (nfree && next + bs <= end && !err) {
+	for (unsigned int i = 0; i < td->o.bssplit_nr[DDIR_READ]; i++)
+		if (td->o.bssplit[DDIR_READ][i].bs)
+			stride = cf_gcd(stride, td->o.bssplit[DDIR_READ][i].bs);
+	while ((next + min_bs <= end && !err) || running) {
+		while (nfree && next + min_bs <= end && !err) {
 			struct cf_pslot *s = &slots[freelist[nfree - 1]];
 
 			cf_block_oid(cff, next, &s->oid);
 			s->offset = next;
+			s->size = end - next < bs ? end - next : bs;
 			s->stage = CF_P_CREATE;
 			s->wait_since = 0;
-			rc = cf_pslot_run(cd, s, bs, &s->ev);
+			rc = cf_pslot_run(cd, s, &s->ev);
 			if (rc < 0) {
 				if (rc != -EAGAIN)
 					err = rc;
@@ -1696,7 +1706,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			struct cf_pslot *s = (struct cf_pslot *)(void *)evs[i];
 
 			running--;
-			rc = cf_pslot_advance(cd, s, bs, evs[i]->ev_error);
+			rc = cf_pslot_advance(cd, s, evs[i]->ev_error);
 			if (rc == 1) {
 				running++;
 				continue;

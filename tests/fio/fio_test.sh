@@ -79,6 +79,12 @@
 #   prefill-align coffer_prefill=1 creates a block at every offset a read may start at: with
 #                 blockalign=4k below bs=8k, reads start at every 4 KiB; before, the prefill
 #                 made blocks only every bs and half of the reads failed with ENOENT
+#   prefill-bssplit  coffer_prefill=1 with several read sizes (bssplit=64k/50:4k/50, random;
+#                 bssplit=12k/50:8k/50, sequential; bsrange=4k-16k) reads the whole file,
+#                 as psync does, with no short read; before, the prefill made blocks of
+#                 bs= (4k), the longer reads came back short and fio, which counts none of a
+#                 requeued short read once the job issued its size, read 32 KiB of 2 MiB
+#                 and exited 0
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -914,8 +920,30 @@ case_file_append() {
 	say "file_append=1: $(grep -m1 'file_append=1' "$work/a.log")"
 }
 
+case_prefill_bssplit() {
+	local rc n=0 shape
+	start_store 256M
+	for shape in "--rw=randread --bssplit=64k/50:4k/50" "--rw=read --bssplit=12k/50:8k/50" \
+		"--rw=randread --bsrange=4k-16k"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # the shape is several options
+		fio_engine --coffer_socket="$sock" --coffer_namespace="split$n" --coffer_prefill=1 \
+			--name=s --size=2m --iodepth=8 $shape --output-format=json \
+			--output="$work/s$n.json" >"$work/s$n.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/s$n.log"
+		[ "$rc" -eq 0 ] || fail "$shape: $(cat "$work/s$n.log" "$work/s$n.json")"
+		[ "$(jq '.jobs[0].read.io_bytes' "$work/s$n.json")" -eq $((2 << 20)) ] ||
+			fail "$shape read $(jq '.jobs[0].read.io_bytes' "$work/s$n.json") bytes of 2 MiB ($(jq '.jobs[0].read.short_ios' "$work/s$n.json") short reads)"
+		[ "$(jq '.jobs[0].read.short_ios' "$work/s$n.json")" -eq 0 ] ||
+			fail "$shape: $(jq '.jobs[0].read.short_ios' "$work/s$n.json") short reads"
+	done
+	say "prefilled bssplit/bsrange reads: 2 MiB each, no short read"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-bssplit) case_prefill_bssplit ;;
 readonly) case_readonly ;;
 file-append) case_file_append ;;
 quickstart) case_quickstart ;;
@@ -948,7 +976,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
