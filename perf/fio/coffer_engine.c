@@ -1109,6 +1109,18 @@ static int cf_init(struct thread_data *td)
 	 * job's own size= (cf_get_file_size): every run wrote [size, 2 x size), past blocks
 	 * nobody wrote, where psync appends at the end of what is there (0 for a new file).
 	 * The store keeps no end of a file to append at: refuse, and say so. */
+	/* create_only=1 runs nothing but fio's file setup, which lays out a psync file; fio
+	 * opens no file of such a job, and the prefill (this engine's layout) runs when a file
+	 * is opened: the job created nothing and exited 0, and the next job's reads failed.
+	 * Refuse, and say how to prefill. */
+	if (td->o.create_only && o->prefill && td_read(td)) {
+		log_err(
+		    "fio: coffer: create_only=1 creates no blocks (fio opens no file of the "
+		    "job, and coffer_prefill=1 fills a file when it is opened): prefill with the "
+		    "read job itself, or a short one (runtime=1)\n");
+		td_verror(td, EINVAL, "create_only");
+		return 1;
+	}
 	if (td->o.file_append) {
 		log_err("fio: coffer: file_append=1 is not supported (a coffer file has no end "
 			"of its own to append at: its blocks live in the store); give offset= "

@@ -65,6 +65,10 @@
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
+#   create-only   create_only=1 with coffer_prefill=1 fails saying it creates no blocks (fio
+#                 opens no file of such a job, and the prefill runs at open) and how to
+#                 prefill; before, it created nothing and exited 0, and the next job's reads
+#                 failed with ENOENT. A write job's create_only=1 still exits 0
 #   readonly      fio --readonly with coffer_prefill=1 creates no block (fio lays out no file
 #                 under --readonly either): a read of a missing block fails, and its line
 #                 does not advise coffer_prefill=1; blocks written before are read back.
@@ -962,8 +966,28 @@ case_short_read() {
 	say "$(grep -m1 'its block holds' "$work/r1.log")"
 }
 
+case_create_only() {
+	local rc
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	for cs in 1 0; do
+		fails_saying "$work/c$cs.log" "coffer: create_only=1 creates no blocks" \
+			--coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+			--name=co --filename=co --rw=randread --bs=4k --size=64k --create_only=1 \
+			--create_serialize=$cs
+	done
+	"$block" "$sock" busy co 0 exists && fail "create_only=1 created a block after all"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=cw --filename=cw \
+		--rw=write --bs=4k --size=64k --create_only=1 >"$work/w.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/w.log"
+	[ "$rc" -eq 0 ] || fail "a write job's create_only=1: $(cat "$work/w.log")"
+	say "create_only=1: $(grep -m1 'create_only=1' "$work/c1.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+create-only) case_create_only ;;
 short-read) case_short_read ;;
 prefill-bssplit) case_prefill_bssplit ;;
 readonly) case_readonly ;;
@@ -998,7 +1022,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
