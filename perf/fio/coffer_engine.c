@@ -1121,6 +1121,16 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "create_only");
 		return 1;
 	}
+	/* fill_device=1 without size= writes until ENOSPC (fio sets size to -1); the store
+	 * never says that: it evicts its oldest blocks to make room, so the job wrote on at
+	 * full speed until its runtime or 16 EiB (100 GB in 20 s into a 64 MiB store). */
+	if (td->o.fill_device && td->o.size == -1ULL) {
+		log_err("fio: coffer: fill_device=1 would never end: the store evicts its oldest "
+			"blocks to make room rather than fill up (no ENOSPC); give size= (the "
+			"store holds less than its -m)\n");
+		td_verror(td, EINVAL, "fill_device");
+		return 1;
+	}
 	if (td->o.file_append) {
 		log_err("fio: coffer: file_append=1 is not supported (a coffer file has no end "
 			"of its own to append at: its blocks live in the store); give offset= "

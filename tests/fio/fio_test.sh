@@ -69,6 +69,9 @@
 #                 opens no file of such a job, and the prefill runs at open) and how to
 #                 prefill; before, it created nothing and exited 0, and the next job's reads
 #                 failed with ENOENT. A write job's create_only=1 still exits 0
+#   fill-device   fill_device=1 without size= fails saying it would never end (the store
+#                 evicts rather than fill up: no ENOSPC); before, it wrote on until its
+#                 runtime (here 2 s) or 16 EiB and exited 0. With size= it runs to size=
 #   readonly      fio --readonly with coffer_prefill=1 creates no block (fio lays out no file
 #                 under --readonly either): a read of a missing block fails, and its line
 #                 does not advise coffer_prefill=1; blocks written before are read back.
@@ -985,8 +988,26 @@ case_create_only() {
 	say "create_only=1: $(grep -m1 'create_only=1' "$work/c1.log")"
 }
 
+case_fill_device() {
+	local rc
+	start_store 16M
+	fails_saying "$work/f.log" "coffer: fill_device=1 would never end" \
+		--coffer_socket="$sock" --coffer_namespace=fill --name=f --rw=write --bs=64k \
+		--iodepth=8 --fill_device=1 --runtime=2
+	fio_engine --coffer_socket="$sock" --coffer_namespace=fill --name=f --rw=write --bs=64k \
+		--iodepth=8 --fill_device=1 --size=8m --output-format=json \
+		--output="$work/f2.json" >"$work/f2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/f2.log"
+	[ "$rc" -eq 0 ] || fail "fill_device=1 size=8m: $(cat "$work/f2.log" "$work/f2.json")"
+	[ "$(jq '.jobs[0].write.io_bytes' "$work/f2.json")" -eq $((8 << 20)) ] ||
+		fail "fill_device=1 size=8m wrote $(jq '.jobs[0].write.io_bytes' "$work/f2.json") bytes"
+	say "fill_device=1: $(grep -m1 'fill_device=1' "$work/f.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+fill-device) case_fill_device ;;
 create-only) case_create_only ;;
 short-read) case_short_read ;;
 prefill-bssplit) case_prefill_bssplit ;;
@@ -1022,7 +1043,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
