@@ -1121,6 +1121,20 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "create_only");
 		return 1;
 	}
+	/* bs_unaligned= with a bsrange= makes read sizes of any byte count, so sequential reads
+	 * start at any byte: no set of blocks holds one at every offset they may start at. The
+	 * prefill made them every min_bs, the second read failed with ENOENT, and its line
+	 * blamed eviction or a trim. Refuse, and say so. */
+	if (o->prefill && td_read(td) && td->o.bs_unaligned && !td->o.bssplit_nr[DDIR_READ] &&
+	    td->o.min_bs[DDIR_READ] != td->o.max_bs[DDIR_READ] &&
+	    (!td_random(td) || td->o.perc_rand[DDIR_READ] < 100)) {
+		log_err("fio: coffer: coffer_prefill=1 cannot serve sequential reads with "
+			"bs_unaligned=1 and a bsrange (they start at any byte, each block is one "
+			"object at one offset): write the file with the same job shape first, or "
+			"read with random offsets or one bs\n");
+		td_verror(td, EINVAL, "coffer_prefill");
+		return 1;
+	}
 	/* fill_device=1 without size= writes until ENOSPC (fio sets size to -1); the store
 	 * never says that: it evicts its oldest blocks to make room, so the job wrote on at
 	 * full speed until its runtime or 16 EiB (100 GB in 20 s into a 64 MiB store). */

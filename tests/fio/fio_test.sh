@@ -96,6 +96,10 @@
 #                 so, once per job: it comes back short and fio 3.33 counts none of a
 #                 requeued short read once the job issued its size (about 192 KiB of 2 MiB,
 #                 exit 0); before, those numbers passed for a full run without a word
+#   prefill-unaligned  coffer_prefill=1 for sequential reads with bs_unaligned=1 and a
+#                 bsrange (reads start at any byte: no blocks can serve them) fails saying
+#                 so; before, the second read failed with ENOENT and its line blamed
+#                 eviction or a trim. Random reads of that shape still read the whole file
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1005,8 +1009,25 @@ case_fill_device() {
 	say "fill_device=1: $(grep -m1 'fill_device=1' "$work/f.log")"
 }
 
+case_prefill_unaligned() {
+	local rc
+	start_store 64M
+	fails_saying "$work/u.log" "coffer: coffer_prefill=1 cannot serve sequential reads" \
+		--coffer_socket="$sock" --coffer_namespace=unaligned --coffer_prefill=1 --name=u \
+		--rw=read --bsrange=1k-9k --bs_unaligned=1 --size=1m --iodepth=8
+	grep -q "evicted" "$work/u.log" && fail "the line blames eviction: $(cat "$work/u.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unaligned --coffer_prefill=1 \
+		--name=u --rw=randread --bsrange=1k-9k --bs_unaligned=1 --size=1m --iodepth=8 \
+		>"$work/r.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "random bs_unaligned reads: $(cat "$work/r.log")"
+	say "$(grep -m1 'cannot serve' "$work/u.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-unaligned) case_prefill_unaligned ;;
 fill-device) case_fill_device ;;
 create-only) case_create_only ;;
 short-read) case_short_read ;;
@@ -1043,7 +1064,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
