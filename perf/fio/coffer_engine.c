@@ -1105,10 +1105,6 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "pre_read");
 		return 1;
 	}
-	/* fio starts a file_append=1 job at the file's size, which for a store file is the
-	 * job's own size= (cf_get_file_size): every run wrote [size, 2 x size), past blocks
-	 * nobody wrote, where psync appends at the end of what is there (0 for a new file).
-	 * The store keeps no end of a file to append at: refuse, and say so. */
 	/* create_only=1 runs nothing but fio's file setup, which lays out a psync file; fio
 	 * opens no file of such a job, and the prefill (this engine's layout) runs when a file
 	 * is opened: the job created nothing and exited 0, and the next job's reads failed.
@@ -1145,6 +1141,10 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "fill_device");
 		return 1;
 	}
+	/* fio starts a file_append=1 job at the file's size, which for a store file is the
+	 * job's own size= (cf_get_file_size): every run wrote [size, 2 x size), past blocks
+	 * nobody wrote, where psync appends at the end of what is there (0 for a new file).
+	 * The store keeps no end of a file to append at: refuse, and say so. */
 	if (td->o.file_append) {
 		log_err("fio: coffer: file_append=1 is not supported (a coffer file has no end "
 			"of its own to append at: its blocks live in the store); give offset= "
