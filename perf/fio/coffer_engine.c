@@ -239,6 +239,7 @@ struct cf_data {
 	unsigned int nr_wait; /* io_us in CF_W_WAIT */
 	bool busy_logged;     /* a write that gave up on a held block was reported */
 	bool err_logged;      /* the first failed I/O was reported in coffer's words */
+	bool short_logged;    /* a read that found a block shorter than itself was reported */
 	bool closing;	      /* cleanup runs: io_us and their buffers are gone */
 };
 
@@ -534,7 +535,8 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 	if (io_u->ddir == DDIR_TRIM)
 		what = "trim";
 	/* With coffer_prefill=1 the block existed before the reads began: advising the option
-	 * the job already sets would send the user the wrong way. */
+	 * the job already sets would send the user the wrong way; under --readonly the
+	 * prefill does not run (cf_init), so it is no fix there either. */
 	log_err("fio: coffer: %s of %s at offset %llu failed: %s%s\n", what,
 		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
 		cf_strerror(err),
@@ -544,10 +546,36 @@ static void cf_log_io_error(struct cf_data *cd, const struct io_u *io_u, int err
 		      "evicted since (the jobs' data set is larger than the store: give "
 		      "coffer-store a larger -m), trimmed, or written with another block size "
 		      "(read with the bs it was written with)"
+		: read_only
+		    ? "; the block was never written, written with another block size (read "
+		      "with the bs it was written with), or evicted (give coffer-store a larger "
+		      "-m); --readonly creates no blocks (no coffer_prefill): "
+		      "coffer_missing=zeros reads them as zeros"
 		    : "; the block was never written, written with another block size (read "
 		      "with the bs it was written with), or evicted (give coffer-store a larger "
 		      "-m): set coffer_prefill=1 to create missing blocks, or "
 		      "coffer_missing=zeros to read them as zeros");
+}
+
+/*
+ * A read of @io_u found its block @got bytes long, shorter than the read (written with a
+ * smaller bs, or by a shorter write at the same offset): it completes short (io_u->resid),
+ * and fio requeues the rest, which starts at the next block. fio 3.33 counts none of a
+ * short read's bytes once the job has issued its size, so the job ends early with fewer
+ * bytes than psync reads and exit 0 (bs=4k written, bs=16k read: 192 KiB of 2 MiB). Say
+ * so, once per job, or those numbers pass for a full run.
+ */
+static void cf_log_short_read(struct cf_data *cd, const struct io_u *io_u, uint64_t got)
+{
+	if (cd->short_logged)
+		return;
+	cd->short_logged = true;
+	log_err("fio: coffer: read of %s at offset %llu: its block holds %llu of the %llu bytes "
+		"read (written with a smaller bs?): each block is one object, so the read is "
+		"short and fio may count less than the job read; read with the bs it was "
+		"written with\n",
+		io_u->file ? io_u->file->file_name : "?", (unsigned long long)io_u->offset,
+		(unsigned long long)got, (unsigned long long)io_u->xfer_buflen);
 }
 
 /* Whether @stage is one of a write's or a trim's, launched, parked or waiting. */
@@ -756,6 +784,8 @@ static void cf_pend_index(struct cf_data *cd)
 		if (cd->rvec[v].result < 0)
 			continue;
 		io_u->resid = io_u->xfer_buflen - (unsigned long long)cd->rvec[v].result;
+		if (io_u->resid)
+			cf_log_short_read(cd, io_u, (uint64_t)cd->rvec[v].result);
 		cd->rreq[v]->op.stage = CF_IDLE;
 		cd->ready[cd->nr_ready++] = io_u;
 	}
@@ -844,6 +874,8 @@ static void cf_read_done(struct cf_data *cd, struct cf_req *req, int err)
 	n = req->rsize < io_u->xfer_buflen ? req->rsize : io_u->xfer_buflen;
 	memcpy(io_u->xfer_buf, req->rdata, n);
 	io_u->resid = io_u->xfer_buflen - n;
+	if (io_u->resid)
+		cf_log_short_read(cd, io_u, n);
 
 	/* The copy is done: the io_u completes now; the release goes out with the others of
 	 * this getevents call (cf_rel_flush). */
@@ -1073,6 +1105,53 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "pre_read");
 		return 1;
 	}
+	/* create_only=1 runs nothing but fio's file setup, which lays out a psync file; fio
+	 * opens no file of such a job, and the prefill (this engine's layout) runs when a file
+	 * is opened: the job created nothing and exited 0, and the next job's reads failed.
+	 * Refuse, and say how to prefill. */
+	if (td->o.create_only && o->prefill && td_read(td)) {
+		log_err(
+		    "fio: coffer: create_only=1 creates no blocks (fio opens no file of the "
+		    "job, and coffer_prefill=1 fills a file when it is opened): prefill with the "
+		    "read job itself, or a short one (runtime=1)\n");
+		td_verror(td, EINVAL, "create_only");
+		return 1;
+	}
+	/* bs_unaligned= with a bsrange= makes read sizes of any byte count, so sequential reads
+	 * start at any byte: no set of blocks holds one at every offset they may start at. The
+	 * prefill made them every min_bs, the second read failed with ENOENT, and its line
+	 * blamed eviction or a trim. Refuse, and say so. */
+	if (o->prefill && td_read(td) && td->o.bs_unaligned && !td->o.bssplit_nr[DDIR_READ] &&
+	    td->o.min_bs[DDIR_READ] != td->o.max_bs[DDIR_READ] &&
+	    (!td_random(td) || td->o.perc_rand[DDIR_READ] < 100)) {
+		log_err("fio: coffer: coffer_prefill=1 cannot serve sequential reads with "
+			"bs_unaligned=1 and a bsrange (they start at any byte, each block is one "
+			"object at one offset): write the file with the same job shape first, or "
+			"read with random offsets or one bs\n");
+		td_verror(td, EINVAL, "coffer_prefill");
+		return 1;
+	}
+	/* fill_device=1 without size= writes until ENOSPC (fio sets size to -1); the store
+	 * never says that: it evicts its oldest blocks to make room, so the job wrote on at
+	 * full speed until its runtime or 16 EiB (100 GB in 20 s into a 64 MiB store). */
+	if (td->o.fill_device && td->o.size == -1ULL) {
+		log_err("fio: coffer: fill_device=1 would never end: the store evicts its oldest "
+			"blocks to make room rather than fill up (no ENOSPC); give size= (the "
+			"store holds less than its -m)\n");
+		td_verror(td, EINVAL, "fill_device");
+		return 1;
+	}
+	/* fio starts a file_append=1 job at the file's size, which for a store file is the
+	 * job's own size= (cf_get_file_size): every run wrote [size, 2 x size), past blocks
+	 * nobody wrote, where psync appends at the end of what is there (0 for a new file).
+	 * The store keeps no end of a file to append at: refuse, and say so. */
+	if (td->o.file_append) {
+		log_err("fio: coffer: file_append=1 is not supported (a coffer file has no end "
+			"of its own to append at: its blocks live in the store); give offset= "
+			"to start writing past existing blocks\n");
+		td_verror(td, EINVAL, "file_append");
+		return 1;
+	}
 	cd = calloc(1, sizeof(*cd));
 	if (!cd) {
 		td_verror(td, ENOMEM, "coffer init");
@@ -1094,7 +1173,14 @@ static int cf_init(struct thread_data *td)
 		;
 	cd->wt_count = calloc((size_t)cd->wt_mask + 1, sizeof(*cd->wt_count));
 	cd->index = o->index != 0;
-	cd->prefill = o->prefill != 0;
+	/* fio's --readonly refuses every write and trim, and lays out no file for a job that
+	 * reads ("refusing extend of file due to read-only"); the prefill is that layout here
+	 * (it creates blocks), so it is skipped the same way, and a missing block's error does
+	 * not claim the prefill made it. Before, the prefill created them under --readonly. */
+	cd->prefill = o->prefill != 0 && !read_only;
+	if (o->prefill && read_only && td_read(td))
+		log_err("fio: coffer: --readonly: coffer_prefill=1 creates no blocks (it would "
+			"write the store); a read of a missing block fails\n");
 	cd->may_conflict = td_write(td) || td_trim(td);
 	/* writes of one block size put reserved blocks (coffer_put) */
 	if (o->put && td_write(td) && td->o.min_bs[DDIR_WRITE] == td->o.max_bs[DDIR_WRITE] &&
@@ -1494,6 +1580,7 @@ struct cf_pslot {
 	struct coffer_event ev;
 	struct coffer_oid oid;
 	uint64_t offset;   /* the block's offset in its file */
+	uint64_t size;	   /* CF_P_CREATE: the block's size in bytes */
 	void *data;	   /* CF_P_CREATE: the new block */
 	const void *rdata; /* CF_P_WAIT: the block another client sealed */
 	uint64_t rsize;	   /* and its size */
@@ -1504,12 +1591,11 @@ _Static_assert(offsetof(struct cf_pslot, ev) == 0, "a slot is reached from its e
 
 /* Launch the slot's stage on its event (@ev) or run it blocking (@ev NULL: the prefill EQ's
  * channel is full). Return the launch's result, or with @ev NULL the stage's. */
-static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
-			struct coffer_event *ev)
+static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, struct coffer_event *ev)
 {
 	switch (s->stage) {
 	case CF_P_CREATE:
-		return coffer_obj_create_oid(cd->conn, &s->oid, bs, 0, &s->data, ev);
+		return coffer_obj_create_oid(cd->conn, &s->oid, s->size, 0, &s->data, ev);
 	case CF_P_SEAL:
 		return coffer_obj_seal_oid(cd->conn, &s->oid, COFFER_SEAL_RELEASE, ev);
 	case CF_P_WAIT:
@@ -1524,7 +1610,7 @@ static int cf_pslot_run(struct cf_data *cd, struct cf_pslot *s, uint64_t bs,
 
 /* The slot's stage finished with @e: pick the next stage. Return 1 (run s->stage next), 0 (the
  * block is done) or a negative errno (the prefill fails). */
-static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
+static int cf_pslot_next(struct cf_pslot *s, int e)
 {
 	switch (s->stage) {
 	case CF_P_CREATE:
@@ -1539,7 +1625,7 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 		}
 		if (e < 0)
 			return e;
-		memset(s->data, 0, bs);
+		memset(s->data, 0, s->size);
 		s->stage = CF_P_SEAL;
 		return 1;
 	case CF_P_WAIT:
@@ -1565,19 +1651,19 @@ static int cf_pslot_next(struct cf_pslot *s, uint64_t bs, int e)
 
 /* The slot's stage finished with @e: launch the next one. Return 1 (launched: its event will
  * come back), 0 (the block is done) or a negative errno. */
-static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, uint64_t bs, int e)
+static int cf_pslot_advance(struct cf_data *cd, struct cf_pslot *s, int e)
 {
 	for (;;) {
-		int rc = cf_pslot_next(s, bs, e);
+		int rc = cf_pslot_next(s, e);
 
 		if (rc <= 0)
 			return rc;
-		rc = cf_pslot_run(cd, s, bs, &s->ev);
+		rc = cf_pslot_run(cd, s, &s->ev);
 		if (rc == 0)
 			return 1;
 		if (rc != -EAGAIN)
 			return rc;
-		e = cf_pslot_run(cd, s, bs, NULL); /* ring full: this stage blocking */
+		e = cf_pslot_run(cd, s, NULL); /* ring full: this stage blocking */
 	}
 }
 
@@ -1594,21 +1680,27 @@ static uint64_t cf_gcd(uint64_t a, uint64_t b)
 
 /*
  * Create every block of @f that does not exist yet (zeros, sealed), so a read job never
- * hits a missing block: one of the read size at every offset a read can start at. Blocks
- * that exist (-EEXIST) are left as they are, once sealed: a block another client created
- * and has not sealed yet (another job prefilling or writing the same file) is waited for,
- * or the first read of it would fail with ENOENT. Runs on its own EQ so that its events
- * never mix with io_u events.
+ * hits a missing block: one of the largest read size at every offset a read can start at
+ * (shorter at the file's end, where no longer read fits; a shorter read copies the start
+ * of the block). Blocks that exist (-EEXIST) are left as they are, once sealed: a block
+ * another client created and has not sealed yet (another job prefilling or writing the
+ * same file) is waited for, or the first read of it would fail with ENOENT. Runs on its
+ * own EQ so that its events never mix with io_u events. Return 0 or a negative errno.
  */
 static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
 		      const struct cf_file *cff)
 {
-	const uint64_t bs = td->o.bs[DDIR_READ] ? td->o.bs[DDIR_READ] : td_min_bs(td);
+	/* A read longer than its block comes back short, and fio requeues the rest but counts
+	 * none of it once the job has issued its size: with blocks of bs= (4k, fio's default)
+	 * bssplit=64k/50:4k/50 read 32 KiB of 2 MiB and exited 0, where psync reads 2 MiB. */
+	const uint64_t bs = td->o.max_bs[DDIR_READ] ? td->o.max_bs[DDIR_READ] : td_max_bs(td);
+	const uint64_t min_bs = td->o.min_bs[DDIR_READ] ? td->o.min_bs[DDIR_READ] : bs;
 	const uint64_t end = f->file_offset + f->io_size;
-	/* fio starts random reads at multiples of blockalign (ba), sequential ones at multiples
-	 * of bs: a block at every multiple of their gcd serves both (bs=8k ba=4k: 8 KiB blocks
-	 * every 4 KiB) */
-	const uint64_t stride = cf_gcd(bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : bs);
+	/* fio starts random reads at multiples of blockalign (ba), sequential ones at sums of
+	 * read sizes, which are multiples of min_bs (bsrange= with a power of two, fio rounds
+	 * them down to one) or of the bssplit= sizes: a block at every multiple of their gcd
+	 * serves all (bs=8k ba=4k: 8 KiB blocks every 4 KiB) */
+	uint64_t stride = cf_gcd(min_bs, td->o.ba[DDIR_READ] ? td->o.ba[DDIR_READ] : min_bs);
 	struct cf_pslot *slots;
 	struct coffer_event *evs[CF_POLL_BATCH];
 	unsigned int freelist[CF_PREFILL_DEPTH], nfree = 0, running = 0, ninit = 0;
@@ -1635,15 +1727,19 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 		freelist[nfree++] = i;
 	}
 
-	while ((next + bs <= end && !err) || running) {
-		while (nfree && next + bs <= end && !err) {
+	for (unsigned int i = 0; i < td->o.bssplit_nr[DDIR_READ]; i++)
+		if (td->o.bssplit[DDIR_READ][i].bs)
+			stride = cf_gcd(stride, td->o.bssplit[DDIR_READ][i].bs);
+	while ((next + min_bs <= end && !err) || running) {
+		while (nfree && next + min_bs <= end && !err) {
 			struct cf_pslot *s = &slots[freelist[nfree - 1]];
 
 			cf_block_oid(cff, next, &s->oid);
 			s->offset = next;
+			s->size = end - next < bs ? end - next : bs;
 			s->stage = CF_P_CREATE;
 			s->wait_since = 0;
-			rc = cf_pslot_run(cd, s, bs, &s->ev);
+			rc = cf_pslot_run(cd, s, &s->ev);
 			if (rc < 0) {
 				if (rc != -EAGAIN)
 					err = rc;
@@ -1672,7 +1768,7 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 			struct cf_pslot *s = (struct cf_pslot *)(void *)evs[i];
 
 			running--;
-			rc = cf_pslot_advance(cd, s, bs, evs[i]->ev_error);
+			rc = cf_pslot_advance(cd, s, evs[i]->ev_error);
 			if (rc == 1) {
 				running++;
 				continue;
@@ -1723,7 +1819,7 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
 		f->real_file_size = f->file_offset + f->io_size;
 
-	if (o->prefill && td_read(td)) {
+	if (cd->prefill && td_read(td)) {
 		if (!cd->prefilled) {
 			cd->nr_files = td->files_index;
 			cd->prefilled = calloc(cd->nr_files ? cd->nr_files : 1, 1);

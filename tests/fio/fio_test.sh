@@ -65,12 +65,41 @@
 #   pre-read      pre_read=1, which fio implements with read(2) on the file's descriptor (a
 #                 coffer file has none), fails with a message that says so; before, fio's
 #                 own "failed to lseek pre-read file: Bad file descriptor"
+#   create-only   create_only=1 with coffer_prefill=1 fails saying it creates no blocks (fio
+#                 opens no file of such a job, and the prefill runs at open) and how to
+#                 prefill; before, it created nothing and exited 0, and the next job's reads
+#                 failed with ENOENT. A write job's create_only=1 still exits 0
+#   fill-device   fill_device=1 without size= fails saying it would never end (the store
+#                 evicts rather than fill up: no ENOSPC); before, it wrote on until its
+#                 runtime (here 2 s) or 16 EiB and exited 0. With size= it runs to size=
+#   readonly      fio --readonly with coffer_prefill=1 creates no block (fio lays out no file
+#                 under --readonly either): a read of a missing block fails, and its line
+#                 does not advise coffer_prefill=1; blocks written before are read back.
+#                 Before, the prefill wrote every missing block under --readonly
+#   file-append   file_append=1 fails saying a coffer file has no end to append at, and
+#                 writes nothing; before, every run wrote [size, 2 x size) (the engine's
+#                 file size is size=), past blocks nobody wrote, where psync appends at the
+#                 file's end (offset 0 for a new file)
 #   trim-busy     a trim of a block another client has created and not sealed yet succeeds
 #                 (it is ordered before that write, as a trim of a missing block is);
 #                 before, the job failed with EBUSY
 #   prefill-align coffer_prefill=1 creates a block at every offset a read may start at: with
 #                 blockalign=4k below bs=8k, reads start at every 4 KiB; before, the prefill
 #                 made blocks only every bs and half of the reads failed with ENOENT
+#   prefill-bssplit  coffer_prefill=1 with several read sizes (bssplit=64k/50:4k/50, random;
+#                 bssplit=12k/50:8k/50, sequential; bsrange=4k-16k) reads the whole file,
+#                 as psync does, with no short read; before, the prefill made blocks of
+#                 bs= (4k), the longer reads came back short and fio, which counts none of a
+#                 requeued short read once the job issued its size, read 32 KiB of 2 MiB
+#                 and exited 0
+#   short-read    a read longer than its block (written with bs=4k, read with bs=16k) says
+#                 so, once per job: it comes back short and fio 3.33 counts none of a
+#                 requeued short read once the job issued its size (about 192 KiB of 2 MiB,
+#                 exit 0); before, those numbers passed for a full run without a word
+#   prefill-unaligned  coffer_prefill=1 for sequential reads with bs_unaligned=1 and a
+#                 bsrange (reads start at any byte: no blocks can serve them) fails saying
+#                 so; before, the second read failed with ENOENT and its line blamed
+#                 eviction or a trim. Random reads of that shape still read the whole file
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -862,8 +891,149 @@ case_put_shared() {
 	say "four jobs of 3 MiB each, time-based randrw, verified in a 16 MiB store, by create + seal and by put"
 }
 
+case_readonly() {
+	local rc
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	# nothing written yet: the prefill must not create the blocks, so the reads fail
+	fails_saying "$work/r1.log" "coffer: --readonly: coffer_prefill=1 creates no blocks" \
+		--readonly --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+		--name=ro --filename=ro --rw=randread --bs=4k --size=64k --iodepth=4
+	grep -q "coffer: read of .* failed: .*--readonly creates no blocks" "$work/r1.log" ||
+		fail "the missing block's line does not say why: $(cat "$work/r1.log")"
+	grep -q "set coffer_prefill=1" "$work/r1.log" &&
+		fail "under --readonly the line advises coffer_prefill=1: $(cat "$work/r1.log")"
+	for off in 0 61440; do
+		"$block" "$sock" busy ro "$off" exists &&
+			fail "--readonly created the block at offset $off (the prefill wrote the store)"
+	done
+	# written without --readonly, the same job reads every block back under it
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ro --filename=ro \
+		--rw=write --bs=4k --size=64k --verify=crc32c --do_verify=0 >"$work/w.log" 2>&1 ||
+		fail "writing the blocks: $(cat "$work/w.log")"
+	fio_engine --readonly --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+		--name=ro --filename=ro --rw=randread --bs=4k --size=64k --iodepth=4 \
+		--verify=crc32c --output-format=json --output="$work/r2.json" >"$work/r2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/r2.log"
+	[ "$rc" -eq 0 ] || fail "--readonly read of written blocks: $(cat "$work/r2.log" "$work/r2.json")"
+	[ "$(jq '.jobs[0].read.io_bytes' "$work/r2.json")" -eq 65536 ] ||
+		fail "--readonly read back $(jq '.jobs[0].read.io_bytes' "$work/r2.json") bytes, want 65536"
+	say "--readonly: the prefill created nothing; blocks written before were read and verified"
+}
+
+case_file_append() {
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	fails_saying "$work/a.log" "coffer: file_append=1 is not supported" \
+		--coffer_socket="$sock" --coffer_namespace=busy --name=ap --filename=ap \
+		--rw=write --bs=4k --size=64k --file_append=1
+	for off in 0 65536; do
+		"$block" "$sock" busy ap "$off" exists &&
+			fail "file_append=1 wrote the block at offset $off"
+	done
+	say "file_append=1: $(grep -m1 'file_append=1' "$work/a.log")"
+}
+
+case_prefill_bssplit() {
+	local rc n=0 shape
+	start_store 256M
+	for shape in "--rw=randread --bssplit=64k/50:4k/50" "--rw=read --bssplit=12k/50:8k/50" \
+		"--rw=randread --bsrange=4k-16k"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # the shape is several options
+		fio_engine --coffer_socket="$sock" --coffer_namespace="split$n" --coffer_prefill=1 \
+			--name=s --size=2m --iodepth=8 $shape --output-format=json \
+			--output="$work/s$n.json" >"$work/s$n.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/s$n.log"
+		[ "$rc" -eq 0 ] || fail "$shape: $(cat "$work/s$n.log" "$work/s$n.json")"
+		[ "$(jq '.jobs[0].read.io_bytes' "$work/s$n.json")" -eq $((2 << 20)) ] ||
+			fail "$shape read $(jq '.jobs[0].read.io_bytes' "$work/s$n.json") bytes of 2 MiB ($(jq '.jobs[0].read.short_ios' "$work/s$n.json") short reads)"
+		[ "$(jq '.jobs[0].read.short_ios' "$work/s$n.json")" -eq 0 ] ||
+			fail "$shape: $(jq '.jobs[0].read.short_ios' "$work/s$n.json") short reads"
+	done
+	say "prefilled bssplit/bsrange reads: 2 MiB each, no short read"
+}
+
+case_short_read() {
+	local rc
+	start_store 64M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=short --name=s --filename=s \
+		--rw=write --bs=4k --size=2m >"$work/w.log" 2>&1 || fail "write: $(cat "$work/w.log")"
+	for index in 1 0; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace=short --coffer_index=$index \
+			--name=s --filename=s --rw=randread --bs=16k --size=2m --iodepth=8 \
+			>"$work/r$index.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/r$index.log"
+		[ "$(grep -c 'its block holds 4096 of the 16384 bytes read' "$work/r$index.log")" -eq 1 ] ||
+			fail "coffer_index=$index: no single line says the reads were short: $(cat "$work/r$index.log")"
+	done
+	say "$(grep -m1 'its block holds' "$work/r1.log")"
+}
+
+case_create_only() {
+	local rc
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	for cs in 1 0; do
+		fails_saying "$work/c$cs.log" "coffer: create_only=1 creates no blocks" \
+			--coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 \
+			--name=co --filename=co --rw=randread --bs=4k --size=64k --create_only=1 \
+			--create_serialize=$cs
+	done
+	"$block" "$sock" busy co 0 exists && fail "create_only=1 created a block after all"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=cw --filename=cw \
+		--rw=write --bs=4k --size=64k --create_only=1 >"$work/w.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/w.log"
+	[ "$rc" -eq 0 ] || fail "a write job's create_only=1: $(cat "$work/w.log")"
+	say "create_only=1: $(grep -m1 'create_only=1' "$work/c1.log")"
+}
+
+case_fill_device() {
+	local rc
+	start_store 16M
+	fails_saying "$work/f.log" "coffer: fill_device=1 would never end" \
+		--coffer_socket="$sock" --coffer_namespace=fill --name=f --rw=write --bs=64k \
+		--iodepth=8 --fill_device=1 --runtime=2
+	fio_engine --coffer_socket="$sock" --coffer_namespace=fill --name=f --rw=write --bs=64k \
+		--iodepth=8 --fill_device=1 --size=8m --output-format=json \
+		--output="$work/f2.json" >"$work/f2.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/f2.log"
+	[ "$rc" -eq 0 ] || fail "fill_device=1 size=8m: $(cat "$work/f2.log" "$work/f2.json")"
+	[ "$(jq '.jobs[0].write.io_bytes' "$work/f2.json")" -eq $((8 << 20)) ] ||
+		fail "fill_device=1 size=8m wrote $(jq '.jobs[0].write.io_bytes' "$work/f2.json") bytes"
+	say "fill_device=1: $(grep -m1 'fill_device=1' "$work/f.log")"
+}
+
+case_prefill_unaligned() {
+	local rc
+	start_store 64M
+	fails_saying "$work/u.log" "coffer: coffer_prefill=1 cannot serve sequential reads" \
+		--coffer_socket="$sock" --coffer_namespace=unaligned --coffer_prefill=1 --name=u \
+		--rw=read --bsrange=1k-9k --bs_unaligned=1 --size=1m --iodepth=8
+	grep -q "evicted" "$work/u.log" && fail "the line blames eviction: $(cat "$work/u.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=unaligned --coffer_prefill=1 \
+		--name=u --rw=randread --bsrange=1k-9k --bs_unaligned=1 --size=1m --iodepth=8 \
+		>"$work/r.log" 2>&1
+	rc=$?
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "random bs_unaligned reads: $(cat "$work/r.log")"
+	say "$(grep -m1 'cannot serve' "$work/u.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-unaligned) case_prefill_unaligned ;;
+fill-device) case_fill_device ;;
+create-only) case_create_only ;;
+short-read) case_short_read ;;
+prefill-bssplit) case_prefill_bssplit ;;
+readonly) case_readonly ;;
+file-append) case_file_append ;;
 quickstart) case_quickstart ;;
 quickstart-reldir) case_quickstart_reldir ;;
 overwrite-order) case_overwrite_order ;;
@@ -894,7 +1064,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
