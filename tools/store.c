@@ -165,6 +165,8 @@ struct store {
 	struct coffer__shm_index index;
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
+	dev_t ldev; /* the socket file lfd is bound to, as lstat(2) saw it after bind(2): */
+	ino_t lino; /* teardown removes the path only while it still names that file */
 	int lkind, sigkind;
 	int listen_paused;
 	uint64_t resume_listen_us;
@@ -1579,13 +1581,16 @@ static int make_listener(struct store *st)
 		return -1;
 	}
 	umask(old);
-	if (chmod(path, st->cfg->socket_mode) != 0 || listen(fd, 128) != 0) {
+	if (lstat(path, &sb) != 0 || chmod(path, st->cfg->socket_mode) != 0 ||
+	    listen(fd, 128) != 0) {
 		COFFER_LOG(COFFER_LOG_ERR, "listen %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(path);
 		return -1;
 	}
 	st->lfd = fd;
+	st->ldev = sb.st_dev;
+	st->lino = sb.st_ino;
 	st->lkind = K_LISTEN;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &st->lkind;
@@ -1655,8 +1660,18 @@ static void teardown(struct store *st)
 		doom(COFFER_DL_ENTRY(p, struct sess, link), "store stopping");
 	reap(st);
 	if (st->lfd >= 0) {
+		struct stat sb;
+
+		/* Unlink while still listening, and only the socket file this store bound. A
+		 * successor started on the same path meanwhile finds a live listener and refuses
+		 * (make_listener()); closing first let it find the path stale between the close
+		 * and the unlink, take it, and then lose its new socket to this unlink: a store
+		 * running that no client could reach (test_restart_keeps_successor_socket). A
+		 * file someone else put at the path after removing ours is theirs, kept. */
+		if (lstat(st->cfg->socket_path, &sb) == 0 && sb.st_dev == st->ldev &&
+		    sb.st_ino == st->lino)
+			unlink(st->cfg->socket_path);
 		close(st->lfd);
-		unlink(st->cfg->socket_path);
 	}
 	if (st->sigfd >= 0)
 		close(st->sigfd);

@@ -1073,6 +1073,121 @@ static void test_foreign_socket_kept(void **state)
 	rmdir(dir);
 }
 
+/* Whether the file at @path contains @what (in its first 4 KiB). */
+static bool file_has(const char *path, const char *what)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, what) != NULL;
+}
+
+/* Whether something accepts SOCK_SEQPACKET connections at @path now. */
+static bool reachable(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A restart on one socket path (SIGTERM to the old store, a new one started at once) never
+ * leaves a store running that no client can reach. The old store used to close its listener
+ * and then unlink the path: a successor starting in between found the socket stale (nothing
+ * listening), replaced it with its own, and lost it to the old store's unlink - it ran on,
+ * "ready", and every coffer_connect() got -ECONNREFUSED. coffer-store-stopunlink stops itself
+ * just before it unlinks its socket, which puts the successor's start exactly there. Now the
+ * successor either finds the old store still listening and refuses (exit 1), or it keeps a
+ * socket that answers; and a store started after both is served as usual.
+ */
+static void test_restart_keeps_successor_socket(void **state)
+{
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
+	const char *exe = getenv("COFFER_STORE_EXE"), *stopper;
+	char saved[512], logpath[160], nextlog[160];
+	struct rc_store old, after;
+	pid_t next;
+	int status, next_status = 0;
+	long deadline;
+
+	(void)state;
+	stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
+	assert_non_null(exe);
+	assert_non_null(stopper);
+	snprintf(saved, sizeof(saved), "%s", exe);
+	assert_int_equal(setenv("COFFER_STORE_EXE", stopper, 1), 0);
+	assert_int_equal(rc_store_start(&old, args), 0);
+	assert_int_equal(setenv("COFFER_STORE_EXE", saved, 1), 0);
+	assert_true(reachable(old.sock));
+	snprintf(nextlog, sizeof(nextlog), "%s/next.log", old.dir);
+
+	/* Stop it: it halts itself in its teardown, at the unlink of its socket. */
+	assert_int_equal(kill(old.pid, SIGTERM), 0);
+	assert_int_equal(waitpid(old.pid, &status, WUNTRACED), old.pid);
+	assert_true(WIFSTOPPED(status));
+
+	/* Its successor on the same path, then the old store finishes its exit. */
+	next = fork();
+	assert_true(next >= 0);
+	if (next == 0) {
+		int log = open(nextlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (log >= 0)
+			dup2(log, 2);
+		execl(saved, saved, "-s", old.sock, "-m", "1M", "--hugepages=off", "-q",
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* Until it is ready or has refused (a connect would reach the old listener). */
+	deadline = now_ms() + 10000;
+	while (!file_has(nextlog, "coffer-store: ready") && now_ms() < deadline) {
+		if (waitpid(next, &next_status, WNOHANG) == next) {
+			next = 0; /* refused to start: the old store still listens */
+			break;
+		}
+		usleep(5000);
+	}
+	assert_int_equal(kill(old.pid, SIGCONT), 0);
+	assert_int_equal(waitpid(old.pid, &status, 0), old.pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	old.pid = 0;
+
+	if (next == 0) {
+		assert_true(WIFEXITED(next_status));
+		assert_int_equal(WEXITSTATUS(next_status), 1);
+	} else {
+		/* it started: its socket must have survived the old store's exit */
+		bool ok = reachable(old.sock);
+
+		kill(next, SIGKILL);
+		waitpid(next, &status, 0);
+		assert_true(ok);
+	}
+	snprintf(logpath, sizeof(logpath), "%s/store.log", old.dir);
+	unlink(logpath);
+	unlink(nextlog);
+	unlink(old.sock);
+	rmdir(old.dir);
+
+	/* A store after both starts and is served. */
+	assert_int_equal(rc_store_start(&after, args), 0);
+	assert_true(reachable(after.sock));
+	assert_int_equal(rc_store_stop(&after), 0);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1387,6 +1502,7 @@ int main(void)
 	    cmocka_unit_test(test_cli_errors_exit_2),
 	    cmocka_unit_test(test_startup_refusal),
 	    cmocka_unit_test(test_foreign_socket_kept),
+	    cmocka_unit_test(test_restart_keeps_successor_socket),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
