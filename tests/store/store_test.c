@@ -1188,6 +1188,109 @@ static void test_restart_keeps_successor_socket(void **state)
 	assert_int_equal(rc_store_stop(&after), 0);
 }
 
+/* Runs @exe on socket @sock (-m 1M, no hugepages), its stderr into @log; returns its pid. */
+static pid_t spawn_store(const char *exe, const char *sock, const char *log)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(exe, exe, "-s", sock, "-m", "1M", "--hugepages=off", "-q", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits up to @ms for the store @pid (logging to @log) to be ready (1) or to exit (0, its
+ * wait status in *@status); -1 when it did neither. */
+static int ready_or_exit(pid_t pid, const char *log, long ms, int *status)
+{
+	long deadline = now_ms() + ms;
+
+	do {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return 0;
+		if (file_has(log, "coffer-store: ready"))
+			return 1;
+		usleep(5000);
+	} while (now_ms() < deadline);
+	return -1;
+}
+
+/*
+ * Two stores starting at once on one path where a dead store left its socket: one serves
+ * there, and no store runs that no client can reach. Both used to find the socket stale, and
+ * the later one's unlink removed the socket the earlier one had just bound - it ran on,
+ * ready, unreachable. coffer-store-stopunlink stops itself just before it unlinks the stale
+ * socket, which puts the other store's whole start there. Now the directory is locked from the
+ * stale check to the listen: the other waits, then finds a listener and refuses.
+ */
+static void test_concurrent_start_one_reachable(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	const char *stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
+	char dir[] = "/tmp/coffer-start-XXXXXX", sock[108], loga[160], logb[160];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, status, sa_state, sb_state, sb_status = 0;
+	bool serving;
+	pid_t a, b;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(stopper);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(loga, sizeof(loga), "%s/a.log", dir);
+	snprintf(logb, sizeof(logb), "%s/b.log", dir);
+	/* a dead store's socket: bound, nobody listening */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+
+	/* a stops just before it unlinks the stale socket; b starts meanwhile */
+	a = spawn_store(stopper, sock, loga);
+	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
+	assert_true(WIFSTOPPED(status));
+	b = spawn_store(exe, sock, logb);
+	sb_state = ready_or_exit(b, logb, 2000, &sb_status);
+	assert_int_equal(kill(a, SIGCONT), 0);
+	sa_state = ready_or_exit(a, loga, 10000, &status);
+	if (sb_state < 0)
+		sb_state = ready_or_exit(b, logb, 10000, &sb_status);
+
+	/* One of them serves at the path; the other is not running. (Both go first: a would
+	 * stop itself again at the unlink of its teardown, and a failed assertion must leave
+	 * no store behind.) */
+	serving = reachable(sock);
+	if (sa_state != 0) { /* not reaped yet */
+		kill(a, SIGKILL);
+		waitpid(a, &status, 0);
+	}
+	if (sb_state != 0) {
+		kill(b, SIGKILL);
+		waitpid(b, &status, 0);
+	}
+	if (sa_state == 1 && sb_state == 1)
+		print_error("both stores ran: one of them could not be reached\n");
+	assert_true(sa_state >= 0 && sb_state >= 0);
+	assert_int_equal(sa_state + sb_state, 1);
+	assert_true(serving);
+	if (sb_state == 0) {
+		assert_true(WIFEXITED(sb_status));
+		assert_int_equal(WEXITSTATUS(sb_status), 1);
+	}
+	unlink(sock);
+	unlink(loga);
+	unlink(logb);
+	rmdir(dir);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1503,6 +1606,7 @@ int main(void)
 	    cmocka_unit_test(test_startup_refusal),
 	    cmocka_unit_test(test_foreign_socket_kept),
 	    cmocka_unit_test(test_restart_keeps_successor_socket),
+	    cmocka_unit_test(test_concurrent_start_one_reachable),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
