@@ -2210,6 +2210,65 @@ static void test_store_killed(void **state)
 	expect_handles_closed(t);
 }
 
+struct first_call {
+	coffer_handle_t conn;
+	int rc;
+};
+
+static void *first_call_main(void *arg)
+{
+	struct first_call *fc = arg;
+	struct coffer_oid oid;
+	bool present;
+
+	make_oid(&oid, 9, 7);
+	/* this thread's first call on the connection: it opens a channel (CHANNEL_OPEN) */
+	fc->rc = coffer_obj_contains(fc->conn, &oid, &present, NULL);
+	return NULL;
+}
+
+/*
+ * Two stores; one is stopped (SIGSTOP) while a thread's first call on it waits in the control
+ * exchange that opens its channel. coffer_disconnect() of that connection ends the exchange
+ * (store.h: that call returns -ENOTCONN) instead of waiting for it to time out, and the other
+ * store's connection keeps working. The disconnect used to shut the socket down only after
+ * closing the channels, which takes the channel lock the opening call held for its whole
+ * exchange: it waited out COFFER_STORE_TIMEOUT_MS (2 s here, 10 s by default), and the call
+ * said -ETIMEDOUT.
+ */
+static void test_disconnect_ends_channel_open(void **state)
+{
+	struct tctx *t = *state;
+	struct store_fixture other;
+	struct first_call fc;
+	struct coffer_oid oid;
+	coffer_handle_t c2;
+	pthread_t tid;
+	bool present;
+
+	make_oid(&oid, 9, 8);
+	assert_int_equal(store_start(&other, "4M"), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "2000", 1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &fc.conn), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(coffer_connect(other.sock, &c2), 0);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	fc.rc = 1;
+	assert_int_equal(pthread_create(&tid, NULL, first_call_main, &fc), 0);
+	usleep(300000); /* it is in the exchange now (or soon: then it finds the connection gone) */
+	assert_int_equal(coffer_disconnect(fc.conn), 0);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(fc.rc, -ENOTCONN);
+	/* the other store was never involved */
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(store_stop(&other), 0);
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* After a SIGSTOP test: the resumed store lets both dead connections (@c, each with its
  * object handle @oh) close and disconnect cleanly and holds nothing of them. */
 static void store_resumed_unharmed(struct tctx *t, const coffer_handle_t c[2],
@@ -3425,6 +3484,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_long_get, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_ends_channel_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),
