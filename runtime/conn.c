@@ -864,7 +864,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	 * fails every later send (-ENOTCONN) without freeing the number: closing it under them
 	 * would let their send or receive reach whatever file the process opens next under that
 	 * number, so the close comes last, under ctl_lock, after which an exchange finds
-	 * sock < 0. Shut down only after those waits (as it was), a stopped store kept
+	 * sock < 0. While it was shut down only after those waits, a stopped store kept
 	 * disconnect waiting for the exchanges' timeout (COFFER_STORE_TIMEOUT_MS, 10 s), and a
 	 * call opening its channel said -ETIMEDOUT (test_disconnect_ends_channel_open). The
 	 * shutdown also ends the session in the store: no CHANNEL_CLOSE needed. */
