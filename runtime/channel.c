@@ -153,6 +153,10 @@ struct coffer__chan {
 	size_t shm_bytes;
 	bool forked;		    /* set in a fork child (single-threaded then) */
 	atomic_uint_fast64_t stray; /* replies with unknown tags, relaxed statistics */
+	/* chan_fail() finished: every request got its answer or the error, none can be queued,
+	 * and what is left in the reply ring (a corrupt ring's garbage) is nobody's. The EQ's
+	 * hooks skip the channel then (chan_gone()). Release store / acquire loads. */
+	atomic_bool failed;
 };
 
 struct coffer__chanv {
@@ -520,6 +524,21 @@ static void chan_fail(struct coffer__chan *ch, int err)
 		chan_free_slots(ch, freed, nf);
 		chan_complete(done, nd);
 	}
+	/* Release: pairs with chan_gone()'s acquire (nothing pending is left behind it). */
+	atomic_store_explicit(&ch->failed, true, memory_order_release);
+}
+
+/*
+ * Whether the EQ's hooks must leave @ch alone: a fork child's copy (the parent's rings), or a
+ * channel chan_fail() has finished with. The latter stays on its EQ until its connection is
+ * closed, and a reply ring the store corrupted keeps showing "replies" past our consumer
+ * index that the ring check refuses to read: counted as waiting work, they kept every poller
+ * of the EQ from sleeping, and its waits for other stores spun a core for their whole timeout
+ * (test_corrupt_ring_spares_other_store).
+ */
+static bool chan_gone(const struct coffer__chan *ch)
+{
+	return ch->forked || atomic_load_explicit(&ch->failed, memory_order_acquire);
 }
 
 /* ---- the EQ progress hook ---------------------------------------------------------- */
@@ -535,7 +554,7 @@ static int binding_progress(void *arg)
 	for (unsigned int i = 0; v && i < v->n; i++) {
 		struct coffer__chan *ch = v->v[i];
 
-		if (ch->forked)
+		if (chan_gone(ch))
 			continue;
 		chan_publish(ch);
 		n += chan_reap(ch);
@@ -609,8 +628,8 @@ static bool chanv_has_replies(const struct coffer__chanv *v)
 	for (unsigned int i = 0; v && i < v->n; i++) {
 		const struct coffer__chan *ch = v->v[i];
 
-		if (!ch->forked && __atomic_load_n(&ch->shm->rep.prod, __ATOMIC_RELAXED) !=
-				       atomic_load_explicit(&ch->rep_cons, memory_order_relaxed))
+		if (!chan_gone(ch) && __atomic_load_n(&ch->shm->rep.prod, __ATOMIC_RELAXED) !=
+					  atomic_load_explicit(&ch->rep_cons, memory_order_relaxed))
 			return true;
 	}
 	return false;
@@ -727,7 +746,7 @@ static int binding_arm(void *arg)
 	for (unsigned int i = 0; v && i < v->n; i++) {
 		struct coffer__chan *ch = v->v[i];
 
-		if (ch->forked)
+		if (chan_gone(ch))
 			continue;
 		if (__atomic_load_n(&ch->shm->rep.prod, __ATOMIC_RELAXED) !=
 		    atomic_load_explicit(&ch->rep_cons, memory_order_relaxed))

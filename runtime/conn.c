@@ -857,18 +857,22 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 
 	atomic_compare_exchange_strong_explicit(&conn->dead, &zero, -ENOTCONN, memory_order_relaxed,
 						memory_order_relaxed);
-	conn_stop_monitor(conn);
-	/* Closing the socket makes the store drop the channels, references and unsealed
-	 * objects of this client: no CHANNEL_CLOSE needed. */
-	coffer__conn_close_channels(conn);
-	/* Other threads may still be inside a control exchange on the socket (a
-	 * coffer_store_query() that looked the connection up before it was unlinked). Closing
-	 * the number under them would let their send or receive reach whatever file the process
-	 * opens next under that number. So: shutdown wakes a receive blocked on it and fails
-	 * every later send, and the close happens under ctl_lock, after which an exchange
-	 * finds sock < 0 (-ENOTCONN). */
-	if (conn->sock >= 0) { /* a fork child closed its copy already */
+	/* End every control exchange in progress before anything below waits for one. Other
+	 * threads may be inside one (a coffer_store_query(); a channel open, which holds the
+	 * chan_lock that coffer__conn_close_channels() takes), and so may the monitor (its
+	 * liveness probe; joined below). shutdown() wakes a receive blocked on the socket and
+	 * fails every later send (-ENOTCONN) without freeing the number: closing it under them
+	 * would let their send or receive reach whatever file the process opens next under that
+	 * number, so the close comes last, under ctl_lock, after which an exchange finds
+	 * sock < 0. While it was shut down only after those waits, a stopped store kept
+	 * disconnect waiting for the exchanges' timeout (COFFER_STORE_TIMEOUT_MS, 10 s), and a
+	 * call opening its channel said -ETIMEDOUT (test_disconnect_ends_channel_open). The
+	 * shutdown also ends the session in the store: no CHANNEL_CLOSE needed. */
+	if (conn->sock >= 0) /* a fork child closed its copy already */
 		(void)shutdown(conn->sock, SHUT_RDWR);
+	conn_stop_monitor(conn);
+	coffer__conn_close_channels(conn);
+	if (conn->sock >= 0) {
 		pthread_mutex_lock(&conn->ctl_lock);
 		close(conn->sock);
 		conn->sock = -1;

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
@@ -165,6 +166,8 @@ struct store {
 	struct coffer__shm_index index;
 	struct coffer__ot *ot;
 	int epfd, lfd, sigfd, reserve_fd;
+	dev_t ldev; /* the socket file lfd is bound to, as lstat(2) saw it after bind(2): */
+	ino_t lino; /* teardown removes the path only while it still names that file */
 	int lkind, sigkind;
 	int listen_paused;
 	uint64_t resume_listen_us;
@@ -1520,7 +1523,55 @@ static void dispatch(struct store *st, struct epoll_event *ev)
 	}
 }
 
-static int make_listener(struct store *st)
+/* How long a starting store waits for another one starting in the same directory. */
+#define LISTEN_LOCK_WAIT_MS 5000
+
+/*
+ * Locks the directory of @path (flock(2), exclusive) around the stale-socket check, the
+ * unlink, the bind and the listen of make_listener(). Without it two stores starting at once
+ * on one stale path both found it stale, and the later unlink removed the socket the other
+ * had just bound: that store ran on, ready, and no client could reach it
+ * (test_concurrent_start_one_reachable). With it the second finds the first listening and
+ * refuses. Waits up to LISTEN_LOCK_WAIT_MS for a store starting beside it (one stopped in
+ * the middle of its start holds the lock longer). Return: the locked directory's fd (closing
+ * it unlocks); -1 where the directory cannot be locked (cannot be opened, or flock(2) is not
+ * supported: go on without, as before); -2 after the wait (logged; the caller refuses).
+ */
+static int listen_lock(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (int ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; ms += 10) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+		if (ms >= LISTEN_LOCK_WAIT_MS) {
+			COFFER_LOG(
+			    COFFER_LOG_ERR,
+			    "another coffer-store has been starting in %s for %d ms; refusing", dir,
+			    LISTEN_LOCK_WAIT_MS);
+			close(fd);
+			return -2;
+		}
+		usleep(10000);
+	}
+	return fd;
+}
+
+/* make_listener()'s work, under the directory's lock. */
+static int bind_listener(struct store *st)
 {
 	const char *path = st->cfg->socket_path;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -1579,13 +1630,16 @@ static int make_listener(struct store *st)
 		return -1;
 	}
 	umask(old);
-	if (chmod(path, st->cfg->socket_mode) != 0 || listen(fd, 128) != 0) {
+	if (lstat(path, &sb) != 0 || chmod(path, st->cfg->socket_mode) != 0 ||
+	    listen(fd, 128) != 0) {
 		COFFER_LOG(COFFER_LOG_ERR, "listen %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(path);
 		return -1;
 	}
 	st->lfd = fd;
+	st->ldev = sb.st_dev;
+	st->lino = sb.st_ino;
 	st->lkind = K_LISTEN;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &st->lkind;
@@ -1594,6 +1648,20 @@ static int make_listener(struct store *st)
 		return -1;
 	}
 	return 0;
+}
+
+/* Binds and listens on the socket path (a stale socket there is replaced; anything else is
+ * refused), under listen_lock(). Return: 0, or -1 (logged). */
+static int make_listener(struct store *st)
+{
+	int lock = listen_lock(st->cfg->socket_path), rc;
+
+	if (lock == -2)
+		return -1;
+	rc = bind_listener(st);
+	if (lock >= 0)
+		close(lock); /* unlocks */
+	return rc;
 }
 
 static int setup(struct store *st)
@@ -1655,8 +1723,18 @@ static void teardown(struct store *st)
 		doom(COFFER_DL_ENTRY(p, struct sess, link), "store stopping");
 	reap(st);
 	if (st->lfd >= 0) {
+		struct stat sb;
+
+		/* Unlink while still listening, and only the socket file this store bound. A
+		 * successor started on the same path meanwhile finds a live listener and refuses
+		 * (make_listener()); closing first let it find the path stale between the close
+		 * and the unlink, take it, and then lose its new socket to this unlink: a store
+		 * running that no client could reach (test_restart_keeps_successor_socket). A
+		 * file someone else put at the path after removing ours is theirs, kept. */
+		if (lstat(st->cfg->socket_path, &sb) == 0 && sb.st_dev == st->ldev &&
+		    sb.st_ino == st->lino)
+			unlink(st->cfg->socket_path);
 		close(st->lfd);
-		unlink(st->cfg->socket_path);
 	}
 	if (st->sigfd >= 0)
 		close(st->sigfd);

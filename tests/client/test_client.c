@@ -2210,6 +2210,176 @@ static void test_store_killed(void **state)
 	expect_handles_closed(t);
 }
 
+struct two_waiter {
+	coffer_handle_t conn;
+	struct coffer_oid oid;
+	const void *data;
+	int rc;
+};
+
+static void *two_waiter_main(void *arg)
+{
+	struct two_waiter *w = arg;
+
+	w->rc = coffer_obj_get_oid(w->conn, &w->oid, -1, &w->data, NULL, NULL);
+	return NULL;
+}
+
+/* Creates and seals @oid of 64 bytes of @seed through @c. */
+static void put64(coffer_handle_t c, const struct coffer_oid *oid, uint64_t seed)
+{
+	void *wr;
+
+	assert_int_equal(coffer_obj_create_oid(c, oid, 64, 0, &wr, NULL), 0);
+	fill(wr, 64, seed);
+	assert_int_equal(coffer_obj_seal_oid(c, oid, COFFER_SEAL_RELEASE, NULL), 0);
+}
+
+/*
+ * One process, two stores (two sockets, two arenas), one ObjectID in both: each connection
+ * reads its own store's bytes (get and index read), one EQ takes events from both, and when
+ * one store is killed its events complete with -ENOTCONN while the other's wait on, its
+ * blocking and asynchronous gets are served, and nothing of ours is left in it.
+ */
+static void test_two_stores(void **state)
+{
+	struct tctx *t = *state;
+	struct store_fixture other;
+	struct coffer_oid oid, absent;
+	struct coffer_event ev[2], *done;
+	struct two_waiter w;
+	coffer_handle_t c[2], eq;
+	const void *rd[2];
+	uint64_t size[2];
+	uint8_t buf[64];
+	pthread_t tid;
+
+	make_oid(&oid, 12, 1);
+	make_oid(&absent, 12, 2);
+	assert_int_equal(store_start(&other, "4M"), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c[0]), 0);
+	assert_int_equal(coffer_connect(other.sock, &c[1]), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < 2; i++) {
+		put64(c[i], &oid, 100 + (uint64_t)i);
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+	}
+	/* the same ID, each store's own bytes: through one EQ, and through each index */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_obj_get_oid(c[i], &oid, 0, &rd[i], &size[i], &ev[i]), 0);
+	for (int got = 0; got < 2; got++) {
+		assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+		assert_int_equal(done->ev_error, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(size[i], 64);
+		assert_true(check(rd[i], 64, 100 + (uint64_t)i));
+		assert_int_equal(coffer_obj_read_oid(c[i], &oid, 0, buf, sizeof(buf), NULL), 64);
+		assert_true(check(buf, 64, 100 + (uint64_t)i));
+		assert_int_equal(coffer_obj_release_data(c[i], &oid, rd[i], NULL), 0);
+	}
+	/* gets waiting in both stores: one EQ, and a blocking call on the first */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_obj_get_oid(c[i], &absent, -1, &rd[i], NULL, &ev[i]), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_flush(c[i]), 0);
+	w.conn = c[0];
+	w.oid = absent;
+	w.rc = 1;
+	assert_int_equal(pthread_create(&tid, NULL, two_waiter_main, &w), 0);
+
+	/* the second store dies: its get completes with -ENOTCONN, nothing else does */
+	store_kill(&other);
+	assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+	assert_ptr_equal(done, &ev[1]);
+	assert_int_equal(ev[1].ev_error, -ENOTCONN);
+	assert_int_equal(coffer_eq_poll(eq, 1, 200000, 1, &done), 0);
+	assert_int_equal(coffer_obj_read_oid(c[1], &oid, 0, buf, sizeof(buf), NULL), -ENOTCONN);
+	assert_int_equal(coffer_obj_get_oid(c[1], &oid, 0, &rd[1], NULL, NULL), -ENOTCONN);
+
+	/* the first one serves both of its waiting gets */
+	put64(c[0], &absent, 7);
+	assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+	assert_ptr_equal(done, &ev[0]);
+	assert_int_equal(ev[0].ev_error, 0);
+	assert_true(check(rd[0], 64, 7));
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_ptr_equal(w.data, rd[0]);
+	assert_int_equal(coffer_obj_release_data(c[0], &absent, rd[0], NULL), 0);
+	assert_int_equal(coffer_obj_release_data(c[0], &absent, w.data, NULL), 0);
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c[1]), 0);
+	assert_int_equal(coffer_obj_delete(c[0], &oid, NULL), 0);
+	assert_int_equal(coffer_obj_delete(c[0], &absent, NULL), 0);
+	assert_int_equal(coffer_disconnect(c[0]), 0);
+	store_stop(&other);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+struct first_call {
+	coffer_handle_t conn;
+	int rc;
+};
+
+static void *first_call_main(void *arg)
+{
+	struct first_call *fc = arg;
+	struct coffer_oid oid;
+	bool present;
+
+	make_oid(&oid, 9, 7);
+	/* this thread's first call on the connection: it opens a channel (CHANNEL_OPEN) */
+	fc->rc = coffer_obj_contains(fc->conn, &oid, &present, NULL);
+	return NULL;
+}
+
+/*
+ * Two stores; one is stopped (SIGSTOP) while a thread's first call on it waits in the control
+ * exchange that opens its channel. coffer_disconnect() of that connection ends the exchange
+ * (store.h: that call returns -ENOTCONN) instead of waiting for it to time out, and the other
+ * store's connection keeps working. The disconnect used to shut the socket down only after
+ * closing the channels, which takes the channel lock the opening call held for its whole
+ * exchange: it waited out COFFER_STORE_TIMEOUT_MS (2 s here, 10 s by default), and the call
+ * said -ETIMEDOUT.
+ */
+static void test_disconnect_ends_channel_open(void **state)
+{
+	struct tctx *t = *state;
+	struct store_fixture other;
+	struct first_call fc;
+	struct coffer_oid oid;
+	coffer_handle_t c2;
+	pthread_t tid;
+	bool present;
+
+	make_oid(&oid, 9, 8);
+	assert_int_equal(store_start(&other, "4M"), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "2000", 1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &fc.conn), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(coffer_connect(other.sock, &c2), 0);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	fc.rc = 1;
+	assert_int_equal(pthread_create(&tid, NULL, first_call_main, &fc), 0);
+	usleep(300000); /* it is in the exchange now (or soon: then it finds the connection gone) */
+	assert_int_equal(coffer_disconnect(fc.conn), 0);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(fc.rc, -ENOTCONN);
+	/* the other store was never involved */
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(store_stop(&other), 0);
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /* After a SIGSTOP test: the resumed store lets both dead connections (@c, each with its
  * object handle @oh) close and disconnect cleanly and holds nothing of them. */
 static void store_resumed_unharmed(struct tctx *t, const coffer_handle_t c[2],
@@ -3425,6 +3595,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_long_get, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disconnect_ends_channel_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_two_stores, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_releases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_while_busy, setup, teardown),

@@ -53,6 +53,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1091,6 +1092,73 @@ static void test_same_segment_id(void **state)
 	teardown(&bstate);
 }
 
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * One EQ, two stores, one of which corrupts its reply ring (its connection dies): the EQ's
+ * pollers still sleep while they wait for the other store. The dead channel stays on the EQ
+ * until its connection is disconnected, and its ring still shows replies past the client's
+ * consumer index (1000 of them, unreadable: the ring check refuses them), so every arm()
+ * before a sleep said "replies are waiting" and the poller never slept: a get waiting on the
+ * live store, or any wait of a thread whose hidden EQ of blocking calls had a channel to the
+ * broken store, burned a core for its whole timeout (about 1 s of CPU here for 1 s of
+ * waiting). Now a failed channel, which has delivered all it could, counts for nothing there.
+ */
+static void test_corrupt_ring_spares_other_store(void **state)
+{
+	struct fake *a = *state;
+	void *bstate = NULL;
+	struct coffer_oid corrupt = {{5}}, never = {{6}};
+	struct coffer_event ev_a, ev_b, *done;
+	coffer_handle_t ca, cb, eq;
+	const void *d = NULL, *rd = NULL;
+	double cpu;
+
+	assert_int_equal(setup_fake(&bstate, false, false, false, "other-fake"), 0);
+	assert_int_equal(coffer_connect(a->path, &ca), 0);
+	assert_int_equal(coffer_connect(((struct fake *)bstate)->path, &cb), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(ca, eq, &d), 0);
+	assert_int_equal(get_greeting(cb, eq, &d), 0);
+	assert_int_equal(coffer_event_init(&ev_a, eq, NULL), 0);
+	assert_int_equal(coffer_event_init(&ev_b, eq, NULL), 0);
+
+	/* a get on b that b never answers; a's ring goes corrupt: a's connection dies */
+	assert_int_equal(coffer_obj_get_oid(cb, &never, -1, &rd, NULL, &ev_b), 0);
+	assert_int_equal(coffer_flush(cb), 0);
+	assert_int_equal(coffer_obj_get_oid(ca, &corrupt, 0, &rd, NULL, &ev_a), 0);
+	assert_int_equal(poll_one(eq, &ev_a), 0);
+	assert_int_equal(ev_a.ev_error, -ENOTCONN);
+
+	/* waiting a second for b sleeps, it does not spin */
+	cpu = thread_cpu_s();
+	assert_int_equal(coffer_eq_poll(eq, 1, 1000000, 1, &done), 0);
+	cpu = thread_cpu_s() - cpu;
+	if (cpu >= 0.25)
+		print_error("a 1 s wait on the live store took %.3f s of CPU\n", cpu);
+	assert_true(cpu < 0.25);
+
+	/* b still serves; its disconnect completes the get it never answered */
+	assert_int_equal(get_greeting(cb, eq, &d), 0);
+	assert_memory_equal(d, "other-fake", 10);
+	assert_int_equal(coffer_disconnect(cb), 0);
+	assert_int_equal(poll_one(eq, &ev_b), 0);
+	assert_int_equal(ev_b.ev_error, -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&ev_a), 0);
+	assert_int_equal(coffer_event_fini(&ev_b), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(ca), 0);
+	assert_int_equal(((struct fake *)bstate)->errors, 0);
+	assert_int_equal(a->errors, 0);
+	teardown(&bstate);
+}
+
 static void stuck_in_bell(int sig)
 {
 	static const char msg[] = "test_full_bell: the client is still stuck after 20 s (its "
@@ -1606,6 +1674,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_channel_id, setup_bad_chan_id, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_bell, setup_bad_bell, teardown),
 	    cmocka_unit_test_setup_teardown(test_same_segment_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_ring_spares_other_store, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_lies, setup_ix_lies, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_not_pow2, teardown),
 	    cmocka_unit_test_setup_teardown(test_index_mismatch, setup_ix_short, teardown),

@@ -1073,6 +1073,224 @@ static void test_foreign_socket_kept(void **state)
 	rmdir(dir);
 }
 
+/* Whether the file at @path contains @what (in its first 4 KiB). */
+static bool file_has(const char *path, const char *what)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, what) != NULL;
+}
+
+/* Whether something accepts SOCK_SEQPACKET connections at @path now. */
+static bool reachable(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A restart on one socket path (SIGTERM to the old store, a new one started at once) never
+ * leaves a store running that no client can reach. The old store used to close its listener
+ * and then unlink the path: a successor starting in between found the socket stale (nothing
+ * listening), replaced it with its own, and lost it to the old store's unlink - it ran on,
+ * "ready", and every coffer_connect() got -ECONNREFUSED. coffer-store-stopunlink stops itself
+ * just before it unlinks its socket, which puts the successor's start exactly there. Now the
+ * successor either finds the old store still listening and refuses (exit 1), or it keeps a
+ * socket that answers; and a store started after both is served as usual.
+ */
+static void test_restart_keeps_successor_socket(void **state)
+{
+	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
+	const char *exe = getenv("COFFER_STORE_EXE"), *stopper;
+	char saved[512], logpath[160], nextlog[160];
+	struct rc_store old, after;
+	pid_t next;
+	int status, next_status = 0;
+	long deadline;
+
+	(void)state;
+	stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
+	assert_non_null(exe);
+	assert_non_null(stopper);
+	snprintf(saved, sizeof(saved), "%s", exe);
+	assert_int_equal(setenv("COFFER_STORE_EXE", stopper, 1), 0);
+	assert_int_equal(rc_store_start(&old, args), 0);
+	assert_int_equal(setenv("COFFER_STORE_EXE", saved, 1), 0);
+	assert_true(reachable(old.sock));
+	snprintf(nextlog, sizeof(nextlog), "%s/next.log", old.dir);
+
+	/* Stop it: it halts itself in its teardown, at the unlink of its socket. */
+	assert_int_equal(kill(old.pid, SIGTERM), 0);
+	assert_int_equal(waitpid(old.pid, &status, WUNTRACED), old.pid);
+	assert_true(WIFSTOPPED(status));
+
+	/* Its successor on the same path, then the old store finishes its exit. */
+	next = fork();
+	assert_true(next >= 0);
+	if (next == 0) {
+		int log = open(nextlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (log >= 0)
+			dup2(log, 2);
+		execl(saved, saved, "-s", old.sock, "-m", "1M", "--hugepages=off", "-q",
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* Until it is ready or has refused (a connect would reach the old listener). */
+	deadline = now_ms() + 10000;
+	while (!file_has(nextlog, "coffer-store: ready") && now_ms() < deadline) {
+		if (waitpid(next, &next_status, WNOHANG) == next) {
+			next = 0; /* refused to start: the old store still listens */
+			break;
+		}
+		usleep(5000);
+	}
+	assert_int_equal(kill(old.pid, SIGCONT), 0);
+	assert_int_equal(waitpid(old.pid, &status, 0), old.pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	old.pid = 0;
+
+	if (next == 0) {
+		assert_true(WIFEXITED(next_status));
+		assert_int_equal(WEXITSTATUS(next_status), 1);
+	} else {
+		/* it started: its socket must have survived the old store's exit */
+		bool ok = reachable(old.sock);
+
+		kill(next, SIGKILL);
+		waitpid(next, &status, 0);
+		assert_true(ok);
+	}
+	snprintf(logpath, sizeof(logpath), "%s/store.log", old.dir);
+	unlink(logpath);
+	unlink(nextlog);
+	unlink(old.sock);
+	rmdir(old.dir);
+
+	/* A store after both starts and is served. */
+	assert_int_equal(rc_store_start(&after, args), 0);
+	assert_true(reachable(after.sock));
+	assert_int_equal(rc_store_stop(&after), 0);
+}
+
+/* Runs @exe on socket @sock (-m 1M, no hugepages), its stderr into @log; returns its pid. */
+static pid_t spawn_store(const char *exe, const char *sock, const char *log)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(exe, exe, "-s", sock, "-m", "1M", "--hugepages=off", "-q", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits up to @ms for the store @pid (logging to @log) to be ready (1) or to exit (0, its
+ * wait status in *@status); -1 when it did neither. */
+static int ready_or_exit(pid_t pid, const char *log, long ms, int *status)
+{
+	long deadline = now_ms() + ms;
+
+	do {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return 0;
+		if (file_has(log, "coffer-store: ready"))
+			return 1;
+		usleep(5000);
+	} while (now_ms() < deadline);
+	return -1;
+}
+
+/*
+ * Two stores starting at once on one path where a dead store left its socket: one serves
+ * there, and no store runs that no client can reach. Both used to find the socket stale, and
+ * the later one's unlink removed the socket the earlier one had just bound - it ran on,
+ * ready, unreachable. coffer-store-stopunlink stops itself just before it unlinks the stale
+ * socket, which puts the other store's whole start there. Now the directory is locked from the
+ * stale check to the listen: the other waits, then finds a listener and refuses.
+ */
+static void test_concurrent_start_one_reachable(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	const char *stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
+	char dir[] = "/tmp/coffer-start-XXXXXX", sock[108], loga[160], logb[160];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, status, sa_state, sb_state, sb_status = 0;
+	bool serving;
+	pid_t a, b;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(stopper);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(loga, sizeof(loga), "%s/a.log", dir);
+	snprintf(logb, sizeof(logb), "%s/b.log", dir);
+	/* a dead store's socket: bound, nobody listening */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+
+	/* a stops just before it unlinks the stale socket; b starts meanwhile */
+	a = spawn_store(stopper, sock, loga);
+	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
+	assert_true(WIFSTOPPED(status));
+	b = spawn_store(exe, sock, logb);
+	sb_state = ready_or_exit(b, logb, 2000, &sb_status);
+	assert_int_equal(kill(a, SIGCONT), 0);
+	sa_state = ready_or_exit(a, loga, 10000, &status);
+	if (sb_state < 0)
+		sb_state = ready_or_exit(b, logb, 10000, &sb_status);
+
+	/* One of them serves at the path; the other is not running. (Both go first: a would
+	 * stop itself again at the unlink of its teardown, and a failed assertion must leave
+	 * no store behind.) */
+	serving = reachable(sock);
+	if (sa_state != 0) { /* not reaped yet */
+		kill(a, SIGKILL);
+		waitpid(a, &status, 0);
+	}
+	if (sb_state != 0) {
+		kill(b, SIGKILL);
+		waitpid(b, &status, 0);
+	}
+	if (sa_state == 1 && sb_state == 1)
+		print_error("both stores ran: one of them could not be reached\n");
+	assert_true(sa_state >= 0 && sb_state >= 0);
+	assert_int_equal(sa_state + sb_state, 1);
+	assert_true(serving);
+	if (sb_state == 0) {
+		assert_true(WIFEXITED(sb_status));
+		assert_int_equal(WEXITSTATUS(sb_status), 1);
+	}
+	unlink(sock);
+	unlink(loga);
+	unlink(logb);
+	rmdir(dir);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1387,6 +1605,8 @@ int main(void)
 	    cmocka_unit_test(test_cli_errors_exit_2),
 	    cmocka_unit_test(test_startup_refusal),
 	    cmocka_unit_test(test_foreign_socket_kept),
+	    cmocka_unit_test(test_restart_keeps_successor_socket),
+	    cmocka_unit_test(test_concurrent_start_one_reachable),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
