@@ -375,6 +375,16 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	}
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
+	if (n == -EAGAIN) {
+		/* No room for the request in COFFER_STORE_TIMEOUT_MS: the store has stopped
+		 * reading its socket (stopped or wedged with our earlier messages unread). As
+		 * silent as one that does not answer, and reported alike (a SOCK_SEQPACKET send
+		 * is all or nothing: nothing of it went out). It used to read as a refusal,
+		 * -ENOTCONN (test_ctl_send_timeout). */
+		rc = -ETIMEDOUT;
+		coffer__conn_fail_silent(conn);
+		goto out;
+	}
 	if (n < 0) {
 		rc = ctl_refusal(conn->sock);
 		goto out;

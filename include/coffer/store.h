@@ -201,8 +201,9 @@ COFFER_API int coffer_flush(coffer_handle_t connh);
  *
  * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
  * such connection); -ENOTCONN (store gone, or the connection was given up on earlier);
- * -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS: a stopped store; the connection
- * is given up on); -EPROTO (malformed reply).
+ * -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS, or no room for the request in the
+ * socket for that long: a stopped store, or one that stopped reading its socket; the
+ * connection is given up on); -EPROTO (malformed reply).
  * Context: any thread; one round trip on the control socket (takes its mutex).
  */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info);
