@@ -184,8 +184,9 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh);
  * the channel: publishing then costs no syscall), when the EQ is polled, or here. The
  * store's doorbell is rung only if the store sleeps.
  *
- * Return: 0; -ENOENT (no such connection, or not a connection handle); -EINVAL (runtime
- * not initialised); -ENOTCONN (the store is gone, or the connection was given up on: a
+ * Return: 0; -EINVAL (not a connection handle: null, an EQ or an object handle; or the
+ * runtime not initialised); -ENOENT (no such connection: disconnected, or never issued);
+ * -ENOTCONN (the store is gone, or the connection was given up on: a
  * call timed out or the store broke the protocol).
  * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
  */

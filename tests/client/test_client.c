@@ -526,7 +526,7 @@ static void test_invalid_args(void **state)
 	assert_int_equal(coffer_obj_get_bulk(c, &oid, COFFER_GET_BULK_MAX + 1, 0, &buf, NULL),
 			 -EINVAL);
 	assert_int_equal(coffer_store_query(c, NULL), -EINVAL);
-	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -ENOENT);
+	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -EINVAL);
 	/* an uninitialised event is refused before anything is sent */
 	memset(&ev, 0, sizeof(ev));
 	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, &ev), -EINVAL);
@@ -2067,6 +2067,35 @@ static void *blocked_get(void *arg)
 }
 
 /*
+ * coffer_flush() tells a wrong handle as every call does: a handle of another type (null,
+ * an EQ, an object) is -EINVAL; a connection handle that names no connection (never issued,
+ * disconnected) is -ENOENT; with no runtime left it is -EINVAL. It answered -ENOENT for
+ * every wrong handle.
+ */
+static void test_flush_errors(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_oid oid = {{1}};
+	coffer_handle_t c, eq, oh;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -EINVAL);
+	assert_int_equal(coffer_flush(eq), -EINVAL);
+	assert_int_equal(coffer_flush(oh), -EINVAL);
+	assert_int_equal(coffer_flush((coffer_handle_t){.cookie = c.cookie + 16}), -ENOENT);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_flush(c), -ENOENT);
+	coffer_fini(); /* setup's: no runtime now */
+	assert_int_equal(coffer_flush(c), -EINVAL);
+	assert_int_equal(coffer_init(), 0); /* for teardown's coffer_fini() */
+}
+
+/*
  * A program that never called coffer_init() and has disconnected its last connection (the
  * runtime stopped with it): a call by ObjectID on that connection is "disconnected",
  * -ENOTCONN (coffer/store.h), blocking or not. The blocking form, which is the asynchronous
@@ -3398,6 +3427,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_obj_handle_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),
