@@ -11,6 +11,11 @@
  *    a present, sealed object is answered with the object (it needs no reply buffer).
  *  - Afterwards every client works, new ones connect, and the store exits cleanly (its
  *    sanitizer build checks for leaks at exit).
+ *  - A client that stops reading its socket during the shortage keeps its connection: the
+ *    reply that found its socket full, and a deferred get reply that comes meanwhile, wait
+ *    in memory reserved beforehand and reach it once it reads (the store used to allocate
+ *    them then, and closed the client when it could not); a REQUEST whose reply has no
+ *    reserve yet is read once memory is back, not refused by closing the client.
  * And a store that cannot watch another connection (epoll_ctl ENOSPC: the user's
  * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC and keeps serving the others.
  */
@@ -23,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -135,6 +142,101 @@ static void test_store_short_of_memory(void **state)
 	rmdir(g_dir);
 }
 
+/* Sends QUERY messages on @c without reading replies until the store stops reading them (no
+ * room in the socket for a second: it holds a reply the socket had no room for). Return:
+ * how many were sent. */
+static unsigned int flood_queries(struct rc_conn *c)
+{
+	struct coffer_msg_hdr h;
+	unsigned int sent = 0;
+
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	for (;;) {
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		long rc = coffer__send_fds(c->fd, &h, sizeof(h), NULL, 0, MSG_DONTWAIT);
+
+		if (rc == (long)sizeof(h)) {
+			sent++;
+			continue;
+		}
+		assert_int_equal(rc, -EAGAIN);
+		if (poll(&p, 1, 1000) == 0)
+			return sent;
+	}
+}
+
+static void test_full_socket_short_of_memory(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	struct coffer_store_info info;
+	struct coffer_req get, req;
+	struct coffer_rep rep = {0};
+	struct rc_conn a, b, c;
+	unsigned int sent, queries = 0, replies = 0;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	assert_int_equal(rc_connect(&b, st.sock), 0);
+	assert_int_equal(rc_connect(&c, st.sock), 0); /* sends no REQUEST before the shortage */
+	assert_int_equal(rc_create(&b, 1, 4096, 0, NULL), 0);
+	send_waiting_get(&a, 1, &get);
+	assert_int_equal(rc_contains(&a, 2), 0); /* the get waits */
+
+	shortage(true);
+	/* a stops reading: the store's reply to one of these finds a's socket full */
+	sent = flood_queries(&a);
+	assert_true(sent > 0);
+	/* ... and the get's reply comes while that reply waits */
+	assert_int_equal(rc_seal(&b, 1, COFFER_SEAL_RELEASE), 0);
+	/* c's first REQUEST has no reply reserve: not read until memory is back */
+	rc_req_init(&c, &req, COFFER_OP_CONTAINS, 3);
+	assert_int_equal(rc_batch(&c, &req, 1, NULL, 0, 0), 0);
+
+	/* a reads: every query and the get are answered, and a is still connected */
+	while (queries < sent || replies < 1) {
+		struct coffer_msg_hdr h;
+		long n = rc_recv_msg(&a, buf, sizeof(buf), NULL, NULL, 10000);
+
+		assert_true(n > 0); /* 0: the store closed a */
+		assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
+		if (h.type == COFFER_MSG_QUERY_REPLY) {
+			queries++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		assert_int_equal(h.count, 1);
+		memcpy(&rep, buf + sizeof(h), sizeof(rep));
+		assert_int_equal(rep.tag, get.tag);
+		assert_true(rep.status == 0 || rep.status == -ENOMEM);
+		replies++;
+	}
+	assert_int_equal(queries, sent);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 3);
+
+	shortage(false);
+	assert_int_equal(rc_recv_reps(&c, &rep, 1, 10000), 1); /* c read, and answered */
+	assert_int_equal(rep.tag, req.tag);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(rc_get(&a, 1, 0, NULL, NULL), 0);
+	assert_int_equal(rc_release(&a, 1), 0);
+	assert_int_equal(rc_query(&b, &info), 0);
+	assert_int_equal(info.clients, 3);
+	rc_close(&a);
+	rc_close(&b);
+	rc_close(&c);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
 static void test_store_cannot_watch(void **state)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
@@ -183,6 +285,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_store_short_of_memory, teardown),
 	    cmocka_unit_test_teardown(test_store_cannot_watch, teardown),
+	    cmocka_unit_test_teardown(test_full_socket_short_of_memory, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
