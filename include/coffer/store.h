@@ -187,8 +187,8 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh);
  *
  * Return: 0; -EINVAL (not a connection handle: null, an EQ or an object handle; or the
  * runtime not initialised); -ENOENT (no such connection: disconnected, or never issued);
- * -ENOTCONN (the store is gone, or the connection was given up on: a
- * call timed out or the store broke the protocol).
+ * -ENOTCONN (the store is gone, or the connection was given up on: a call timed out or the
+ * store broke the protocol).
  * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
  */
 COFFER_API int coffer_flush(coffer_handle_t connh);
