@@ -133,6 +133,7 @@ struct outmsg {
 	size_t cap; /* bytes buf holds */
 	size_t len;
 	unsigned int nfds;
+	unsigned int owned; /* bit i: fds[i] is the message's, closed once sent or dropped */
 	int fds[COFFER_MSG_FDS_MAX];
 	unsigned char buf[];
 };
@@ -322,33 +323,49 @@ static void want_out(struct store *st, struct sess *s)
 	}
 }
 
+/* Closes the fds of @n of @fds that @owned marks (bit i: fds[i]). */
+static void close_owned(const int *fds, unsigned int n, unsigned int owned)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (owned & (1u << i))
+			close(fds[i]);
+}
+
 static void outmsg_close_fds(struct outmsg *m)
 {
-	while (m->nfds > 0)
-		close(m->fds[--m->nfds]);
+	close_owned(m->fds, m->nfds, m->owned);
+	m->nfds = 0;
+	m->owned = 0;
 }
 
 static void flush_sock_reps(struct store *st, struct sess *s);
 
 /*
  * Sends a reply to the message just read, or keeps it in one of @s's reserves when the
- * socket is full. It allocates nothing: a message is read only when its reply has a reserve
- * (sess_read()), and only while no reply waits, so the reserve is free.
+ * socket is full. It allocates nothing, memory or fds: a message is read only when its reply
+ * has a reserve (sess_read()), and only while no reply waits, so the reserve is free; the
+ * fds @owned marks (bit i: fds[i]) are handed over - closed once sent, at once or from the
+ * queue - and the others must live as long as the session (the arena, the index, the
+ * session's doorbell), so the queued reply keeps their numbers: a number closed before the
+ * client reads could carry another client's file once reused. It used to queue copies
+ * (dup), and closed a client at the store's fd limit (test_full_socket_out_of_fds).
  */
 static void sess_send(struct store *st, struct sess *s, const void *buf, size_t len, const int *fds,
-		      unsigned int nfds)
+		      unsigned int nfds, unsigned int owned)
 {
 	struct outmsg *m;
 	long rc;
 
-	if (s->doomed)
+	if (s->doomed) {
+		close_owned(fds, nfds, owned);
 		return;
+	}
 	if (s->queued == NULL) {
 		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
-		if (rc >= 0)
-			return;
-		if (rc != -EAGAIN) {
-			doom(s, "send failed");
+		if (rc >= 0 || rc != -EAGAIN) {
+			close_owned(fds, nfds, owned);
+			if (rc < 0)
+				doom(s, "send failed");
 			return;
 		}
 	}
@@ -356,21 +373,14 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 	if (s->queued != NULL || m == NULL || len > m->cap) { /* sess_read() rules it out */
 		COFFER_LOG(COFFER_LOG_ERR, "client pid %d: no reserve for a %zu-byte reply",
 			   (int)s->pid, len);
+		close_owned(fds, nfds, owned);
 		doom(s, "no room for a reply");
 		return;
 	}
 	m->len = len;
-	/* The queued message owns copies of its fds: the originals belong to a channel the
-	 * client may close before it reads this reply, and a closed number can be reused by
-	 * another client's fd, which must never be sent here. */
-	for (m->nfds = 0; m->nfds < nfds; m->nfds++) {
-		m->fds[m->nfds] = fcntl(fds[m->nfds], F_DUPFD_CLOEXEC, 0);
-		if (m->fds[m->nfds] < 0) {
-			outmsg_close_fds(m);
-			doom(s, "out of file descriptors queueing a reply");
-			return;
-		}
-	}
+	m->nfds = nfds;
+	m->owned = owned;
+	memcpy(m->fds, fds, nfds * sizeof(*fds));
 	memcpy(m->buf, buf, len);
 	s->queued = m;
 	want_out(st, s); /* stop reading this client until it reads its replies */
@@ -401,8 +411,9 @@ static void sess_flush_outq(struct store *st, struct sess *s)
 	}
 }
 
+/* A reply of @type with @body; @fds and @owned as for sess_send(). */
 static void send_simple(struct store *st, struct sess *s, uint16_t type, const void *body,
-			size_t blen, const int *fds, unsigned int nfds)
+			size_t blen, const int *fds, unsigned int nfds, unsigned int owned)
 {
 	unsigned char buf[REPLY_SMALL_MAX];
 	struct coffer_msg_hdr h;
@@ -411,7 +422,7 @@ static void send_simple(struct store *st, struct sess *s, uint16_t type, const v
 	memcpy(buf, &h, sizeof(h));
 	if (blen > 0)
 		memcpy(buf + sizeof(h), body, blen);
-	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds);
+	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds, owned);
 }
 
 /* An ERROR message straight on @fd, best effort, never queued: for a client about to be
@@ -454,7 +465,7 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 		doom(s, e.message);
 		return;
 	}
-	send_simple(st, s, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0);
+	send_simple(st, s, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0, 0);
 }
 
 /* Sends @s's deferred socket replies, a batch a message, after the reply that waits for
@@ -918,10 +929,9 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 		return;
 	}
 	/* v3: the rings' fd only (the request doorbell is the session's, sent in HELLO_REPLY).
-	 * A queued reply holds its own copy, so the store keeps no fd per channel but the
-	 * client's doorbell. */
-	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &memfd, 1);
-	close(memfd);
+	 * The reply takes the fd (closed once sent, also from the queue), so the store keeps
+	 * no fd per channel but the client's doorbell. */
+	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &memfd, 1, 1u);
 }
 
 static void fill_info(struct store *st, struct coffer_store_info *info)
@@ -973,7 +983,7 @@ static void handle_request(struct store *st, struct sess *s, const unsigned char
 	coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, nrep,
 			     (uint32_t)(sizeof(h) + nrep * sizeof(struct coffer_rep)));
 	memcpy(buf, &h, sizeof(h));
-	sess_send(st, s, buf, sizeof(h) + nrep * sizeof(struct coffer_rep), NULL, 0);
+	sess_send(st, s, buf, sizeof(h) + nrep * sizeof(struct coffer_rep), NULL, 0, 0);
 }
 
 static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, unsigned int nfds)
@@ -1036,8 +1046,9 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		out[2] = s->bell_efd;
 		out[3] = st->index.fd_ro;
 		out[4] = st->index.fd_access;
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 5);
-		close(out[1]); /* the page stays mapped; a queued reply holds its own copy */
+		/* the page stays mapped; its fd is the reply's (closed once sent), the others
+		 * live as long as the store (arena, index) or the session (its doorbell) */
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 5, 1u << 1);
 		return;
 	}
 	case COFFER_MSG_CHANNEL_OPEN:
@@ -1054,7 +1065,7 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 			return;
 		}
 		chan_close(st, s->chans[cc.channel_id]);
-		send_simple(st, s, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0);
+		send_simple(st, s, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0, 0);
 		return;
 	}
 	case COFFER_MSG_REQUEST:
@@ -1064,7 +1075,7 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		struct coffer_store_info info;
 
 		fill_info(st, &info);
-		send_simple(st, s, COFFER_MSG_QUERY_REPLY, &info, sizeof(info), NULL, 0);
+		send_simple(st, s, COFFER_MSG_QUERY_REPLY, &info, sizeof(info), NULL, 0, 0);
 		return;
 	}
 	default:
