@@ -380,7 +380,8 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 	m->len = len;
 	m->nfds = nfds;
 	m->owned = owned;
-	memcpy(m->fds, fds, nfds * sizeof(*fds));
+	if (nfds > 0) /* @fds may be NULL without fds */
+		memcpy(m->fds, fds, nfds * sizeof(*fds));
 	memcpy(m->buf, buf, len);
 	s->queued = m;
 	want_out(st, s); /* stop reading this client until it reads its replies */
