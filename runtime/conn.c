@@ -375,6 +375,16 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	}
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
+	if (n == -EAGAIN) {
+		/* No room for the request in COFFER_STORE_TIMEOUT_MS: the store has stopped
+		 * reading its socket (stopped or wedged with our earlier messages unread). As
+		 * silent as one that does not answer, and reported alike (a SOCK_SEQPACKET send
+		 * is all or nothing: nothing of it went out). It used to read as a refusal,
+		 * -ENOTCONN (test_ctl_send_timeout). */
+		rc = -ETIMEDOUT;
+		coffer__conn_fail_silent(conn);
+		goto out;
+	}
 	if (n < 0) {
 		rc = ctl_refusal(conn->sock);
 		goto out;
@@ -896,14 +906,23 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 /* coffer_flush(): see coffer/store.h. */
 COFFER_API int coffer_flush(coffer_handle_t connh)
 {
+	struct coffer_hhash *hh;
+	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc = 0;
 
-	if (!coffer_hhash_global())
+	/* A handle of another type (an EQ, an object, the null handle) is a wrong argument,
+	 * -EINVAL, as in every call; -ENOENT only for a connection handle that names no
+	 * connection (it used to be -ENOENT for both: test_flush_errors). */
+	if ((connh.cookie & ((1u << COFFER_HTYPE_BITS) - 1)) != (uint64_t)COFFER_HTYPE_CONN)
 		return -EINVAL;
 	coffer__rcu_read_lock();
-	conn = coffer__conn_lookup_rcu(connh);
-	if (!conn)
+	hh = coffer_hhash_global(); /* NULL: not initialised, or a last disconnect stopped it */
+	link = hh ? coffer_hhash_lookup_rcu(hh, connh, COFFER_HTYPE_CONN) : NULL;
+	conn = link ? CONN_OF(link) : NULL;
+	if (!hh)
+		rc = -EINVAL;
+	else if (!conn)
 		rc = -ENOENT;
 	else if ((rc = atomic_load_explicit(&conn->dead, memory_order_relaxed)) == 0)
 		coffer__conn_flush_channels(conn);

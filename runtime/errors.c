@@ -98,7 +98,9 @@ COFFER_API const char *coffer_strerror(int err)
 		       "pressure): retry later";
 	case ENOSPC:
 		/* coffer_connect(): the store's epoll_ctl() refused to watch the new client
-		 * (max_user_watches); coffer_hhash_insert(): 2^60 cookies issued. */
+		 * (max_user_watches); every call that makes a handle (coffer_connect(),
+		 * coffer_eq_create(), coffer_obj_open(), a thread's first blocking call) and
+		 * coffer_hhash_insert(): 2^60 cookies issued (test_cookies_exhausted). */
 		return "no room: coffer-store cannot watch another connection (its user's "
 		       "fs.epoll.max_user_watches is reached: raise it, or close connections), or "
 		       "a handle hash has issued all its cookies";

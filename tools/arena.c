@@ -12,13 +12,13 @@
  *   k = floor(log2 u), class (k - 3, the 4 bits of u below its top bit). A request is rounded
  *   UP to its class boundary before the search, so any block on a found list fits (good fit:
  *   waste per request < 1/16 of it, the fragmentation bound TLSF is known for). That search
- *   skips the request's own class, whose blocks may be smaller than it; when it (and the
- *   quick-list flush) found nothing, a linear scan of at most SCAN_MAX (64) blocks of the own
- *   class list takes the first that holds the request (TLSF's search rounds up to stay O(1),
- *   Masmano et al.; the scan is a constant-bounded fallback on the failure path only), so
- *   -ENOMEM, which the object table answers by evicting, is not returned while the first
- *   64 blocks of that list hold a fit. The hot paths (a quick-list hit, a good-fit hit) do
- *   not reach it.
+ *   skips the request's own class, whose blocks may be smaller than it; when it found nothing,
+ *   a linear scan of at most SCAN_MAX (64) blocks of the own class list takes the first that
+ *   holds the request, before the quick-list flush (cheaper, and it keeps the quick lists)
+ *   and again after it (TLSF's search rounds up to stay O(1), Masmano et al.; the scan is a
+ *   constant-bounded fallback on the failure path only), so -ENOMEM, which the object table
+ *   answers by evicting, is not returned while the first 64 blocks of that list hold a fit.
+ *   The hot paths (a quick-list hit, a good-fit hit) do not reach it.
  * - Large objects (>= 2 MiB) are placed at 2 MiB multiples (hugepage-aligned when the arena
  *   is hugepage-backed): the search asks for size + 2 MiB - 64 and trims the front; when that
  *   fails a bounded scan (SCAN_MAX, 64 blocks, from the request's rounded class up) looks
@@ -306,11 +306,11 @@ static struct coffer__ablk *find_block(struct coffer__arena *a, uint64_t size, u
 	return b;
 }
 
-/* Fallback after the good-fit search, the aligned scan (@align > 64) and the flush found
- * nothing: the first of at most SCAN_MAX blocks on @size's own class list that holds @size
- * (64-byte multiple) at an @align-aligned offset, or NULL. The searches before skip that
- * list because some of its blocks are smaller than @size; without this scan a request whose
- * only fit is there fails -ENOMEM and its caller evicts for nothing. */
+/* Fallback after the good-fit search and the aligned scan (@align > 64) found nothing,
+ * before and after the quick-list flush: the first of at most SCAN_MAX blocks on @size's own class
+ * list that holds @size (64-byte multiple) at an @align-aligned offset, or NULL. The searches
+ * before skip that list because some of its blocks are smaller than @size; without this scan a
+ * request whose only fit is there fails -ENOMEM and its caller evicts for nothing. */
 static struct coffer__ablk *scan_own_class(struct coffer__arena *a, uint64_t size, uint64_t align)
 {
 	struct coffer__ablk *b;
@@ -367,12 +367,18 @@ int coffer__arena_alloc(struct coffer__arena *a, uint64_t size, struct coffer__a
 	if (size >= COFFER_ARENA_LARGE)
 		align = COFFER_ARENA_LARGE;
 	b = find_block(a, size, align);
+	/* The own class before the flush: its scan is bounded (SCAN_MAX) where a flush is up
+	 * to COFFER_ARENA_QUICK_COUNT coalescing frees, and a fit it finds keeps the quick
+	 * lists for the requests of their sizes (test_own_class_before_flush). After a flush,
+	 * once more: coalescing can make a fit there too. */
+	if (b == NULL && (b = scan_own_class(a, size, align)) != NULL)
+		a->own_class_fits++;
 	if (b == NULL && a->nquick > 0) {
 		coffer__arena_flush(a);
 		b = find_block(a, size, align);
+		if (b == NULL && (b = scan_own_class(a, size, align)) != NULL)
+			a->own_class_fits++;
 	}
-	if (b == NULL && (b = scan_own_class(a, size, align)) != NULL)
-		a->own_class_fits++;
 	if (b == NULL)
 		return -ENOMEM;
 	/* Reserve both possible record splits before touching the lists, so a metadata

@@ -144,7 +144,9 @@ if [ "$quick" -eq 0 ]; then
 	fi
 
 	# clang for TSan: gcc 12 warns (-Wtsan) on every atomic_thread_fence, which the channel's
-	# cross-process doorbell handshake needs, and the tree is kept warning-free.
+	# cross-process doorbell handshake needs, and the tree is kept warning-free; and gcc 12's
+	# libtsan kills a fork child whose new thread reuses a parent thread's pthread_t ("dup
+	# thread with used id": it lacks LLVM's ThreadRegistry::OnFork(), README.md).
 	log "TSan build (clang)"
 	if CC=clang configure tsan -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false \
 		-Dfio_source=""; then

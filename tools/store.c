@@ -43,8 +43,17 @@
  *   callbacks, and every fd is removed from epoll before close (a session's doorbell eventfd
  *   is shared with the client, so close alone would leave it registered).
  * - Nothing a client sends can make the store block, fault or write to a freed session:
- *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, its
- *   replies queue (bounded by its waiting gets) and the store stops reading its requests.
+ *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, the
+ *   one reply that found its socket full waits in the session and the store stops reading
+ *   its requests (back-pressure), while its deferred get replies wait in sock_reps.
+ * - No socket reply needs memory when it is sent: a store short of memory must keep its
+ *   clients (tests/reliability/README.md, 11b), and a reply computed but not kept would
+ *   leave the client waiting for good. A message is read only when its reply has room: a
+ *   small reply (all but REQUEST's) in the reserve allocated with the session, a REQUEST's
+ *   in the session's big reserve, allocated before its first REQUEST is read (without it
+ *   the client is not read, and is retried until memory is back: sess_starve()); a get
+ *   that may wait on the socket reserves its deferred reply's slot in sock_reps before it
+ *   waits (else it is refused -ENOMEM). So one reply at most is queued, never allocated.
  *   A channel's reply doorbell is the client's own eventfd: the O_NONBLOCK set on it at
  *   CHANNEL_OPEN lives in the open file the client shares, and the client can clear it and
  *   fill the counter, so each wake-up write runs under a repeating timer (wake_efd()) whose
@@ -120,13 +129,24 @@ struct chan {
 	struct coffer__dl dirty_link;
 };
 
+/* A socket reply the client's socket had no room for: one of its session's reserves. */
 struct outmsg {
-	struct coffer__dl link;
+	size_t cap; /* bytes buf holds */
 	size_t len;
 	unsigned int nfds;
+	unsigned int owned; /* bit i: fds[i] is the message's, closed once sent or dropped */
 	int fds[COFFER_MSG_FDS_MAX];
 	unsigned char buf[];
 };
+
+/* The largest reply to anything but a REQUEST (send_simple()'s), and to a REQUEST. */
+#define REPLY_SMALL_MAX (sizeof(struct coffer_msg_hdr) + 128)
+#define REPLY_BIG_MAX                                                                              \
+	(sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_rep))
+_Static_assert(sizeof(struct coffer_msg_error) <= 128 && sizeof(struct coffer_store_info) <= 128 &&
+		   sizeof(struct coffer_hello_reply) <= 128 &&
+		   sizeof(struct coffer_chan_open_reply) <= 128,
+	       "every reply but REPLY fits the small reserve");
 
 struct sess {
 	int kind;    /* K_SESS */
@@ -149,16 +169,26 @@ struct sess {
 	unsigned int rr;       /* the channel looked at first next round */
 	int cold;	       /* idle: told to ring (store_sleeping), its words not polled */
 	uint64_t last_work_us; /* when a round last found a bit or work left (coffer__now_us) */
-	struct coffer__dl outq;
-	struct coffer_rep *sock_reps; /* deferred socket replies, allocated by the first get
-				       * that may wait on the socket (a batch is 8 KiB; most
-				       * clients never wait on the socket) */
+	struct outmsg *queued; /* the reply waiting for room in the socket: small or big */
+	struct outmsg *small;  /* reserve for replies up to REPLY_SMALL_MAX, in the session's
+				* own allocation */
+	struct outmsg *big;    /* reserve for a REQUEST's reply (REPLY_BIG_MAX), allocated
+				* before the first REQUEST is read (most clients send none) */
+	int starved;	       /* not read until big can be allocated (sess_starve()) */
+	struct coffer__dl starved_link;
+	struct coffer_rep *sock_reps; /* deferred socket replies not yet sent, allocated by
+				       * the first get that may wait on the socket */
 	unsigned int nsock_reps;
+	unsigned int sock_cap;	   /* entries sock_reps holds */
+	unsigned int sock_waiting; /* socket gets waiting: each has a slot in sock_reps */
 	int dirty;
 	struct coffer__dl dirty_link, link;
 	struct coffer__dl doomed_link;	/* on the store's doomed list once doomed */
 	struct coffer__dl *doomed_list; /* the store's doomed list */
 };
+
+/* The small reserve lies right after the session, in the same allocation (do_accept()). */
+_Static_assert(sizeof(struct sess) % _Alignof(struct outmsg) == 0, "reserve aligned");
 
 struct store {
 	const struct coffer__store_cfg *cfg;
@@ -180,7 +210,8 @@ struct store {
 	uint64_t nclients;
 	uint64_t next_sess_id;
 	struct coffer__dl sessions, dirty_chans, dirty_sess, doomed;
-	timer_t wake_timer; /* bounds each reply-doorbell write (wake_efd()) */
+	struct coffer__dl starved; /* sessions not read for want of memory (sess_starve()) */
+	timer_t wake_timer;	   /* bounds each reply-doorbell write (wake_efd()) */
 	bool wake_timer_ok;
 	unsigned char rbuf[COFFER_MSG_MAX_BYTES + 64];
 };
@@ -274,67 +305,98 @@ static void doom(struct sess *s, const char *why)
 	coffer__dl_add_tail(s->doomed_list, &s->doomed_link);
 }
 
+/* Waits for room in the socket while a reply waits for it; else reads, unless starved (then
+ * only a hang-up is reported, which epoll always reports). */
 static void set_events(struct store *st, struct sess *s)
 {
-	struct epoll_event ev = {.events = s->epollout ? EPOLLOUT : EPOLLIN, .data.ptr = &s->kind};
+	struct epoll_event ev = {.events = s->epollout	? EPOLLOUT
+					   : s->starved ? 0
+							: EPOLLIN,
+				 .data.ptr = &s->kind};
 
 	(void)epoll_ctl(st->epfd, EPOLL_CTL_MOD, s->fd, &ev);
 }
 
-static void outmsg_free(struct outmsg *m)
+/* Waits for room in @s's socket (back-pressure: it is not read meanwhile). */
+static void want_out(struct store *st, struct sess *s)
 {
-	while (m->nfds > 0)
-		close(m->fds[--m->nfds]);
-	free(m);
-}
-
-static void sess_send(struct store *st, struct sess *s, const void *buf, size_t len, const int *fds,
-		      unsigned int nfds)
-{
-	struct outmsg *m;
-	long rc;
-
-	if (s->doomed)
-		return;
-	if (coffer__dl_empty(&s->outq)) {
-		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
-		if (rc >= 0)
-			return;
-		if (rc != -EAGAIN) {
-			doom(s, "send failed");
-			return;
-		}
-	}
-	m = malloc(sizeof(*m) + len);
-	if (m == NULL) {
-		doom(s, "out of memory queueing a reply");
-		return;
-	}
-	m->len = len;
-	/* The queued message owns copies of its fds: the originals belong to a channel the
-	 * client may close before it reads this reply, and a closed number can be reused by
-	 * another client's fd, which must never be sent here. */
-	for (m->nfds = 0; m->nfds < nfds; m->nfds++) {
-		m->fds[m->nfds] = fcntl(fds[m->nfds], F_DUPFD_CLOEXEC, 0);
-		if (m->fds[m->nfds] < 0) {
-			outmsg_free(m);
-			doom(s, "out of file descriptors queueing a reply");
-			return;
-		}
-	}
-	memcpy(m->buf, buf, len);
-	coffer__dl_add_tail(&s->outq, &m->link);
 	if (!s->epollout) {
-		/* Stop reading this client until it reads its replies (back-pressure). */
 		s->epollout = 1;
 		set_events(st, s);
 	}
 }
 
+/* Closes the fds of @n of @fds that @owned marks (bit i: fds[i]). */
+static void close_owned(const int *fds, unsigned int n, unsigned int owned)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (owned & (1u << i))
+			close(fds[i]);
+}
+
+static void outmsg_close_fds(struct outmsg *m)
+{
+	close_owned(m->fds, m->nfds, m->owned);
+	m->nfds = 0;
+	m->owned = 0;
+}
+
+static void flush_sock_reps(struct store *st, struct sess *s);
+
+/*
+ * Sends a reply to the message just read, or keeps it in one of @s's reserves when the
+ * socket is full. It allocates nothing, memory or fds: a message is read only when its reply
+ * has a reserve (sess_read()), and only while no reply waits, so the reserve is free; the
+ * fds @owned marks (bit i: fds[i]) are handed over - closed once sent, at once or from the
+ * queue - and the others must live as long as the session (the arena, the index, the
+ * session's doorbell), so the queued reply keeps their numbers: a number closed before the
+ * client reads could carry another client's file once reused. It used to queue copies
+ * (dup), and closed a client at the store's fd limit (test_full_socket_out_of_fds).
+ */
+static void sess_send(struct store *st, struct sess *s, const void *buf, size_t len, const int *fds,
+		      unsigned int nfds, unsigned int owned)
+{
+	struct outmsg *m;
+	long rc;
+
+	if (s->doomed) {
+		close_owned(fds, nfds, owned);
+		return;
+	}
+	if (s->queued == NULL) {
+		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
+		if (rc >= 0 || rc != -EAGAIN) {
+			close_owned(fds, nfds, owned);
+			if (rc < 0)
+				doom(s, "send failed");
+			return;
+		}
+	}
+	m = len <= REPLY_SMALL_MAX ? s->small : s->big;
+	if (s->queued != NULL || m == NULL || len > m->cap) { /* sess_read() rules it out */
+		COFFER_LOG(COFFER_LOG_ERR, "client pid %d: no reserve for a %zu-byte reply",
+			   (int)s->pid, len);
+		close_owned(fds, nfds, owned);
+		doom(s, "no room for a reply");
+		return;
+	}
+	m->len = len;
+	m->nfds = nfds;
+	m->owned = owned;
+	if (nfds > 0) /* @fds may be NULL without fds */
+		memcpy(m->fds, fds, nfds * sizeof(*fds));
+	memcpy(m->buf, buf, len);
+	s->queued = m;
+	want_out(st, s); /* stop reading this client until it reads its replies */
+}
+
+/* Room in @s's socket: send the waiting reply, then the deferred ones; read again once all
+ * went out. */
 static void sess_flush_outq(struct store *st, struct sess *s)
 {
-	while (!coffer__dl_empty(&s->outq) && !s->doomed) {
-		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
+	struct outmsg *m = s->queued;
+
+	if (m != NULL && !s->doomed) {
 		long rc = coffer__send_fds(s->fd, m->buf, m->len, m->fds, m->nfds, MSG_DONTWAIT);
 
 		if (rc == -EAGAIN)
@@ -343,26 +405,28 @@ static void sess_flush_outq(struct store *st, struct sess *s)
 			doom(s, "send failed");
 			return;
 		}
-		coffer__dl_del(&m->link);
-		outmsg_free(m);
+		outmsg_close_fds(m);
+		s->queued = NULL;
 	}
-	if (s->epollout && !s->doomed) {
+	flush_sock_reps(st, s);
+	if (s->epollout && !s->doomed && s->queued == NULL && s->nsock_reps == 0) {
 		s->epollout = 0;
 		set_events(st, s);
 	}
 }
 
+/* A reply of @type with @body; @fds and @owned as for sess_send(). */
 static void send_simple(struct store *st, struct sess *s, uint16_t type, const void *body,
-			size_t blen, const int *fds, unsigned int nfds)
+			size_t blen, const int *fds, unsigned int nfds, unsigned int owned)
 {
-	unsigned char buf[sizeof(struct coffer_msg_hdr) + 128];
+	unsigned char buf[REPLY_SMALL_MAX];
 	struct coffer_msg_hdr h;
 
 	coffer__msg_hdr_init(&h, type, 0, (uint32_t)(sizeof(h) + blen));
 	memcpy(buf, &h, sizeof(h));
 	if (blen > 0)
 		memcpy(buf + sizeof(h), body, blen);
-	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds);
+	sess_send(st, s, buf, sizeof(h) + blen, fds, nfds, owned);
 }
 
 /* An ERROR message straight on @fd, best effort, never queued: for a client about to be
@@ -405,24 +469,42 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 		doom(s, e.message);
 		return;
 	}
-	send_simple(st, s, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0);
+	send_simple(st, s, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0, 0);
 }
 
+/* Sends @s's deferred socket replies, a batch a message, after the reply that waits for
+ * room; what the socket has no room for stays in sock_reps (its slots were reserved when
+ * the gets began to wait), sent when the client reads (sess_flush_outq()). */
 static void flush_sock_reps(struct store *st, struct sess *s)
 {
-	unsigned char
-	    buf[sizeof(struct coffer_msg_hdr) + COFFER_MSG_BATCH_MAX * sizeof(struct coffer_rep)];
+	unsigned char buf[REPLY_BIG_MAX];
 	struct coffer_msg_hdr h;
-	size_t len;
 
-	if (s->nsock_reps == 0)
-		return;
-	len = sizeof(h) + s->nsock_reps * sizeof(struct coffer_rep);
-	coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, s->nsock_reps, (uint32_t)len);
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), s->sock_reps, s->nsock_reps * sizeof(struct coffer_rep));
-	s->nsock_reps = 0;
-	sess_send(st, s, buf, len, NULL, 0);
+	while (s->nsock_reps > 0 && !s->doomed) {
+		unsigned int k =
+		    s->nsock_reps < COFFER_MSG_BATCH_MAX ? s->nsock_reps : COFFER_MSG_BATCH_MAX;
+		size_t len = sizeof(h) + k * sizeof(struct coffer_rep);
+		long rc;
+
+		if (s->queued != NULL) { /* replies leave in order */
+			want_out(st, s);
+			return;
+		}
+		coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, k, (uint32_t)len);
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), s->sock_reps, k * sizeof(struct coffer_rep));
+		rc = coffer__send_fds(s->fd, buf, len, NULL, 0, MSG_DONTWAIT);
+		if (rc == -EAGAIN) {
+			want_out(st, s);
+			return;
+		}
+		if (rc < 0) {
+			doom(s, "send failed");
+			return;
+		}
+		s->nsock_reps -= k;
+		memmove(s->sock_reps, s->sock_reps + k, s->nsock_reps * sizeof(struct coffer_rep));
+	}
 }
 
 /* ---------------------------------------------------------------- channels */
@@ -460,12 +542,16 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 	if (s->doomed)
 		return;
 	if (route == 0) {
-		if (s->sock_reps == NULL) { /* exec_one() allocates it before a get can wait */
-			doom(s, "deferred socket reply without a buffer");
+		/* exec_one() reserved its slot before the get could wait */
+		if (s->sock_waiting == 0 || s->nsock_reps >= s->sock_cap) {
+			COFFER_LOG(COFFER_LOG_ERR, "client pid %d: deferred reply without a slot",
+				   (int)s->pid);
+			doom(s, "deferred socket reply without a slot");
 			return;
 		}
+		s->sock_waiting--;
 		s->sock_reps[s->nsock_reps++] = *rep;
-		if (s->nsock_reps == COFFER_MSG_BATCH_MAX)
+		if (s->nsock_reps >= COFFER_MSG_BATCH_MAX)
 			flush_sock_reps(st, s);
 		if (!s->dirty) {
 			s->dirty = 1;
@@ -521,6 +607,19 @@ static void refuse_now(const struct coffer_req *req, int status, struct coffer_r
 	*immediate = 1;
 }
 
+/* Doubles @s's sock_reps (a batch at first). Return: 0; -ENOMEM (nothing changed). */
+static int sock_reps_grow(struct sess *s)
+{
+	unsigned int cap = s->sock_cap ? 2 * s->sock_cap : COFFER_MSG_BATCH_MAX;
+	struct coffer_rep *r = realloc(s->sock_reps, (size_t)cap * sizeof(*r));
+
+	if (r == NULL)
+		return -ENOMEM;
+	s->sock_reps = r;
+	s->sock_cap = cap;
+	return 0;
+}
+
 /* Check and execute one socket request (the ring path batches: chan_drain()). */
 static void exec_one(struct store *st, struct sess *s, const struct coffer_req *req, uint32_t route,
 		     struct coffer_rep *rep, int *immediate)
@@ -531,26 +630,26 @@ static void exec_one(struct store *st, struct sess *s, const struct coffer_req *
 		refuse_now(req, rc, rep, immediate);
 		return;
 	}
-	/* A get that may wait on the socket needs the buffer its deferred reply goes through:
-	 * allocated now, so that running out of memory refuses this get, instead of closing
-	 * the client when the reply comes (deliver()). Only one that would wait: a get of a
-	 * present, sealed object is answered now and needs no buffer, so without one it is
-	 * executed as a get that does not wait (timeout 0), whose -ENOENT - the object is
-	 * absent or unsealed, and this get would have waited - changed nothing and becomes
-	 * the -ENOMEM refusal. */
-	if (req->op == COFFER_OP_GET && req->timeout_us != 0 && s->sock_reps == NULL) {
-		s->sock_reps = malloc(COFFER_MSG_BATCH_MAX * sizeof(*s->sock_reps));
-		if (s->sock_reps == NULL) {
-			struct coffer_req now = *req;
+	/* A get that may wait on the socket needs the slot its deferred reply waits in until
+	 * the socket has room: reserved now, so that running out of memory refuses this get,
+	 * instead of closing the client when the reply comes (deliver()). Only one that would
+	 * wait: a get of a present, sealed object is answered now and needs no slot, so
+	 * without one it is executed as a get that does not wait (timeout 0), whose -ENOENT -
+	 * the object is absent or unsealed, and this get would have waited - changed nothing
+	 * and becomes the -ENOMEM refusal. */
+	if (req->op == COFFER_OP_GET && req->timeout_us != 0 &&
+	    s->nsock_reps + s->sock_waiting >= s->sock_cap && sock_reps_grow(s) != 0) {
+		struct coffer_req now = *req;
 
-			now.timeout_us = 0;
-			*immediate = coffer__ot_exec(st->ot, &s->owner, &now, route, rep);
-			if (rep->status == -ENOENT)
-				refuse_now(req, -ENOMEM, rep, immediate);
-			return;
-		}
+		now.timeout_us = 0;
+		*immediate = coffer__ot_exec(st->ot, &s->owner, &now, route, rep);
+		if (rep->status == -ENOENT)
+			refuse_now(req, -ENOMEM, rep, immediate);
+		return;
 	}
 	*immediate = coffer__ot_exec(st->ot, &s->owner, req, route, rep);
+	if (!*immediate)
+		s->sock_waiting++;
 	note_create(st, req, rep);
 }
 
@@ -834,10 +933,9 @@ static void handle_channel_open(struct store *st, struct sess *s, const unsigned
 		return;
 	}
 	/* v3: the rings' fd only (the request doorbell is the session's, sent in HELLO_REPLY).
-	 * A queued reply holds its own copy, so the store keeps no fd per channel but the
-	 * client's doorbell. */
-	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &memfd, 1);
-	close(memfd);
+	 * The reply takes the fd (closed once sent, also from the queue), so the store keeps
+	 * no fd per channel but the client's doorbell. */
+	send_simple(st, s, COFFER_MSG_CHANNEL_OPEN_REPLY, &rep, sizeof(rep), &memfd, 1, 1u);
 }
 
 static void fill_info(struct store *st, struct coffer_store_info *info)
@@ -889,7 +987,7 @@ static void handle_request(struct store *st, struct sess *s, const unsigned char
 	coffer__msg_hdr_init(&h, COFFER_MSG_REPLY, nrep,
 			     (uint32_t)(sizeof(h) + nrep * sizeof(struct coffer_rep)));
 	memcpy(buf, &h, sizeof(h));
-	sess_send(st, s, buf, sizeof(h) + nrep * sizeof(struct coffer_rep), NULL, 0);
+	sess_send(st, s, buf, sizeof(h) + nrep * sizeof(struct coffer_rep), NULL, 0, 0);
 }
 
 static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, unsigned int nfds)
@@ -952,8 +1050,9 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		out[2] = s->bell_efd;
 		out[3] = st->index.fd_ro;
 		out[4] = st->index.fd_access;
-		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 5);
-		close(out[1]); /* the page stays mapped; a queued reply holds its own copy */
+		/* the page stays mapped; its fd is the reply's (closed once sent), the others
+		 * live as long as the store (arena, index) or the session (its doorbell) */
+		send_simple(st, s, COFFER_MSG_HELLO_REPLY, &r, sizeof(r), out, 5, 1u << 1);
 		return;
 	}
 	case COFFER_MSG_CHANNEL_OPEN:
@@ -970,7 +1069,7 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 			return;
 		}
 		chan_close(st, s->chans[cc.channel_id]);
-		send_simple(st, s, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0);
+		send_simple(st, s, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL, 0, 0);
 		return;
 	}
 	case COFFER_MSG_REQUEST:
@@ -980,7 +1079,7 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 		struct coffer_store_info info;
 
 		fill_info(st, &info);
-		send_simple(st, s, COFFER_MSG_QUERY_REPLY, &info, sizeof(info), NULL, 0);
+		send_simple(st, s, COFFER_MSG_QUERY_REPLY, &info, sizeof(info), NULL, 0, 0);
 		return;
 	}
 	default:
@@ -990,15 +1089,76 @@ static void handle_msg(struct store *st, struct sess *s, size_t len, int *fds, u
 	}
 }
 
-static void sess_read(struct store *st, struct sess *s)
+/* Whether the next message waiting in @fd is a REQUEST (left there: MSG_PEEK, no fds). */
+static bool next_is_request(int fd)
+{
+	struct coffer_msg_hdr h;
+	ssize_t n;
+
+	do
+		n = recv(fd, &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(h) && h.type == COFFER_MSG_REQUEST;
+}
+
+/* Allocates @s's reserve for a REQUEST's reply. Return: whether @s has one now. */
+static bool big_reserve(struct sess *s)
+{
+	if (s->big == NULL) {
+		s->big = malloc(sizeof(*s->big) + REPLY_BIG_MAX);
+		if (s->big != NULL) {
+			s->big->cap = REPLY_BIG_MAX;
+			s->big->nfds = 0;
+		}
+	}
+	return s->big != NULL;
+}
+
+/* Stops reading @s: its next message is a REQUEST whose reply has no reserve, for want of
+ * memory. retry_starved() reads it again once the reserve can be allocated; the client
+ * waits meanwhile, and keeps its connection. */
+static void sess_starve(struct store *st, struct sess *s)
+{
+	if (s->starved)
+		return;
+	COFFER_LOG_RL(COFFER_LOG_WARN, "out of memory: client pid %d not read until it is back",
+		      (int)s->pid);
+	s->starved = 1;
+	coffer__dl_add_tail(&st->starved, &s->starved_link);
+	set_events(st, s);
+}
+
+/* Reads the starved sessions again whose reserve can be allocated now. */
+static void retry_starved(struct store *st)
+{
+	while (!coffer__dl_empty(&st->starved)) {
+		struct sess *s = COFFER_DL_ENTRY(st->starved.next, struct sess, starved_link);
+
+		if (!big_reserve(s))
+			return; /* still short: try again next round */
+		coffer__dl_del(&s->starved_link);
+		s->starved = 0;
+		set_events(st, s); /* level-triggered: its waiting message is reported */
+	}
+}
+
+/* Reads and handles up to SOCK_MSGS_PER_ROUND messages of @s while no reply waits for room.
+ * @hup: the client hung up (no reply can reach it: nothing needs a reserve). */
+static void sess_read(struct store *st, struct sess *s, bool hup)
 {
 	int i;
 
-	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && coffer__dl_empty(&s->outq); i++) {
+	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && !s->epollout; i++) {
 		int fds[COFFER_MSG_FDS_MAX];
 		unsigned int nfds = 0;
-		long n = coffer__recv_fds(s->fd, st->rbuf, sizeof(st->rbuf), fds, &nfds,
-					  COFFER_MSG_FDS_MAX, MSG_DONTWAIT);
+		long n;
+
+		if (!hup && s->big == NULL && next_is_request(s->fd) && !big_reserve(s)) {
+			sess_starve(st, s);
+			return;
+		}
+		n = coffer__recv_fds(s->fd, st->rbuf, sizeof(st->rbuf), fds, &nfds,
+				     COFFER_MSG_FDS_MAX, MSG_DONTWAIT);
 
 		if (n == -EAGAIN)
 			return;
@@ -1039,12 +1199,11 @@ static void sess_kill(struct store *st, struct sess *s)
 		(void)epoll_ctl(st->epfd, EPOLL_CTL_DEL, s->bell_efd, NULL);
 		close(s->bell_efd);
 	}
-	while (!coffer__dl_empty(&s->outq)) {
-		struct outmsg *m = COFFER_DL_ENTRY(s->outq.next, struct outmsg, link);
-
-		coffer__dl_del(&m->link);
-		outmsg_free(m);
-	}
+	if (s->queued != NULL)
+		outmsg_close_fds(s->queued);
+	free(s->big);
+	if (s->starved)
+		coffer__dl_del(&s->starved_link);
 	if (s->dirty)
 		coffer__dl_del(&s->dirty_link);
 	coffer__dl_del(&s->link);
@@ -1158,7 +1317,8 @@ static void do_accept(struct store *st)
 			close(fd);
 			continue;
 		}
-		s = calloc(1, sizeof(*s));
+		/* with the reserve for its small replies: nothing later needs memory to answer */
+		s = calloc(1, sizeof(*s) + sizeof(struct outmsg) + REPLY_SMALL_MAX);
 		if (s == NULL) {
 			/* say why, as for a client refused for want of fds, instead of bare EOF */
 			COFFER_LOG_RL(COFFER_LOG_WARN, "out of memory: refused client pid %d",
@@ -1174,7 +1334,9 @@ static void do_accept(struct store *st)
 		s->pid = uc.pid;
 		s->uid = uc.uid;
 		coffer__ot_owner_init(&s->owner);
-		coffer__dl_init(&s->outq);
+		s->small = (struct outmsg *)(void *)(s + 1);
+		s->small->cap = REPLY_SMALL_MAX;
+		coffer__dl_init(&s->starved_link);
 		coffer__dl_init(&s->dirty_link);
 		coffer__dl_init(&s->doomed_link);
 		s->doomed_list = &st->doomed;
@@ -1220,7 +1382,8 @@ static void do_accept(struct store *st)
  * which the loop sees within STORE_EPOLL_EVERY_US, and warms it again. */
 #define STORE_COLD_US 1000u
 /* How long the loop sleeps at most while a channel waits for its client to read replies
- * (try_sleep(): stalled), in milliseconds: the client frees room without a doorbell. */
+ * (try_sleep(): stalled), in milliseconds: the client frees room without a doorbell; and
+ * while a session is starved (sess_starve()): memory comes back without an event. */
 #define STORE_STALL_POLL_MS 10
 
 static inline void store_cpu_relax(void)
@@ -1517,7 +1680,7 @@ static void dispatch(struct store *st, struct epoll_event *ev)
 		if (ev->events & EPOLLOUT)
 			sess_flush_outq(st, s);
 		if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			sess_read(st, s);
+			sess_read(st, s, (ev->events & (EPOLLHUP | EPOLLERR)) != 0);
 		if ((ev->events & (EPOLLHUP | EPOLLERR)) && s->epollout)
 			doom(s, "hung up");
 	}
@@ -1769,6 +1932,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	coffer__dl_init(&st->sessions);
 	coffer__dl_init(&st->dirty_chans);
 	coffer__dl_init(&st->dirty_sess);
+	coffer__dl_init(&st->starved);
 	coffer__dl_init(&st->doomed);
 	if (setup(st) != 0) {
 		teardown(st);
@@ -1789,6 +1953,7 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 		bool spinning;
 
 		coffer__ot_expire(st->ot, now);
+		retry_starved(st);
 		if (now - last_sweep >= cfg->sweep_us) {
 			st->sweep = 1; /* serves a client that never sets its doorbell bits */
 			last_sweep = now;
@@ -1839,7 +2004,10 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 				timeout = (dl - now) / 1000 >= INT_MAX
 					      ? INT_MAX
 					      : (int)((dl - now + 999) / 1000);
-			if (st->stalled && (timeout < 0 || timeout > STORE_STALL_POLL_MS))
+			/* stalled: the client frees room without a doorbell; starved: memory
+			 * comes back without an event */
+			if ((st->stalled || !coffer__dl_empty(&st->starved)) &&
+			    (timeout < 0 || timeout > STORE_STALL_POLL_MS))
 				timeout = STORE_STALL_POLL_MS;
 		}
 		n = epoll_wait(st->epfd, evs, 64, timeout);

@@ -61,7 +61,8 @@ struct coffer_event {
  * that neither process's pollers take the other's wakeups; the child can poll, test and
  * finalise the events it inherited and destroy the EQ.
  * Return: 0; -EINVAL (@eqh NULL, or the runtime not initialised); -ENOMEM; -EMFILE/-ENFILE
- *         (no file descriptor for the eventfd).
+ *         (no file descriptor for the eventfd); -ENOSPC (this process has issued all its
+ *         2^60 handle cookies: no new handle of any kind, coffer/hash.h).
  * Context: any thread.
  * Lifetime: until coffer_eq_destroy() succeeds; events still initialised on it keep its
  *         memory (not its handle) alive until they are finalised.

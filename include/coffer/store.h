@@ -133,7 +133,8 @@ struct coffer_store_info {
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store, or this process, is out of file descriptors; retry later); -ENFILE (the
  * system is); -ENOSPC (the store cannot watch another connection: its user's
- * fs.epoll.max_user_watches is reached);
+ * fs.epoll.max_user_watches is reached; or this process has issued all its 2^60 handle
+ * cookies, coffer/hash.h);
  * -EPROTONOSUPPORT (the store speaks another protocol version); -EPROTO (malformed reply, or an
  * arena, index or doorbell page that cannot be mapped safely, e.g. passed read-only);
  * -ENOTCONN (the store closed the socket); -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS,
@@ -184,9 +185,10 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh);
  * the channel: publishing then costs no syscall), when the EQ is polled, or here. The
  * store's doorbell is rung only if the store sleeps.
  *
- * Return: 0; -ENOENT (no such connection, or not a connection handle); -EINVAL (runtime
- * not initialised); -ENOTCONN (the store is gone, or the connection was given up on: a
- * call timed out or the store broke the protocol).
+ * Return: 0; -EINVAL (not a connection handle: null, an EQ or an object handle; or the
+ * runtime not initialised); -ENOENT (no such connection: disconnected, or never issued);
+ * -ENOTCONN (the store is gone, or the connection was given up on: a call timed out or the
+ * store broke the protocol).
  * Context: any thread; takes each channel's submit spinlock briefly; may write an eventfd.
  */
 COFFER_API int coffer_flush(coffer_handle_t connh);
@@ -201,8 +203,9 @@ COFFER_API int coffer_flush(coffer_handle_t connh);
  *
  * Return: 0; -EINVAL (@info NULL, bad handle type, runtime not initialised); -ENOENT (no
  * such connection); -ENOTCONN (store gone, or the connection was given up on earlier);
- * -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS: a stopped store; the connection
- * is given up on); -EPROTO (malformed reply).
+ * -ETIMEDOUT (no answer within COFFER_STORE_TIMEOUT_MS, or no room for the request in the
+ * socket for that long: a stopped store, or one that stopped reading its socket; the
+ * connection is given up on); -EPROTO (malformed reply).
  * Context: any thread; one round trip on the control socket (takes its mutex).
  */
 COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_info *info);
@@ -219,7 +222,8 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
  *
  * Return: 0; -EINVAL (NULL @oid or @oh, unknown @flags, @connh not a connection handle,
  * runtime not initialised); -ENOENT (no such connection: closed, or never opened);
- * -ENOTCONN (the connection is dead); -ENOMEM.
+ * -ENOTCONN (the connection is dead); -ENOMEM; -ENOSPC (this process has issued all its
+ * 2^60 handle cookies, coffer/hash.h).
  * Context: any thread; lock-free lookups plus one bucket lock of the handle hash; no store
  * round trip, and no syscall except when the calling thread's chunk of handle records is used
  * up (an mmap(2) of the next one: 16 KiB, doubling up to a hugepage; -ENOMEM if it fails).
@@ -284,7 +288,7 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    -EPROTO (the store's rings cannot be mapped safely, e.g. passed read-only), -ETIMEDOUT,
  *    -ENOTCONN, or -ENOENT (the EQ is being destroyed).
  *  - A thread's first blocking call (@ev NULL) creates its hidden EQ: it can fail as
- *    coffer_eq_create() does (-ENOMEM, -EMFILE, -ENFILE). Blocking calls by connection
+ *    coffer_eq_create() does (-ENOMEM, -EMFILE, -ENFILE, -ENOSPC). Blocking calls by connection
  *    (the *_oid, bulk, delete, contains and reservation calls) on a connection whose
  *    disconnect stopped the runtime (no coffer_init() of the caller's) return -ENOTCONN,
  *    as the same calls with an event do.

@@ -35,6 +35,7 @@
 
 #include <coffer/coffer.h>
 
+#include "hashtable/htab_internal.h"
 #include "runtime/client.h"
 #include "runtime/env.h"
 #include "runtime/proto.h"
@@ -526,7 +527,7 @@ static void test_invalid_args(void **state)
 	assert_int_equal(coffer_obj_get_bulk(c, &oid, COFFER_GET_BULK_MAX + 1, 0, &buf, NULL),
 			 -EINVAL);
 	assert_int_equal(coffer_store_query(c, NULL), -EINVAL);
-	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -ENOENT);
+	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -EINVAL);
 	/* an uninitialised event is refused before anything is sent */
 	memset(&ev, 0, sizeof(ev));
 	assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, &ev), -EINVAL);
@@ -2066,6 +2067,107 @@ static void *blocked_get(void *arg)
 	return NULL;
 }
 
+struct enospc_calls {
+	const char *sock;
+	coffer_handle_t c;
+	int eq_create, obj_open, connect, contains, get_oid;
+};
+
+/* A thread with no cookies of its own left (the process's 2^60 issued): every call that
+ * would insert a handle says why it cannot. */
+static void *enospc_thread(void *arg)
+{
+	struct enospc_calls *a = arg;
+	struct coffer_oid oid = {{9}};
+	coffer_handle_t h;
+	const void *rd;
+	bool present;
+
+	a->eq_create = coffer_eq_create(&h);
+	a->obj_open = coffer_obj_open(a->c, &oid, 0, &h);
+	a->connect = coffer_connect(a->sock, &h);
+	/* blocking calls: their first creates the thread's hidden EQ */
+	a->contains = coffer_obj_contains(a->c, &oid, &present, NULL);
+	a->get_oid = coffer_obj_get_oid(a->c, &oid, 0, &rd, NULL, NULL);
+	return NULL;
+}
+
+/* In a child (the cookie counter only ever rises): 0, or which call did not say -ENOSPC. */
+static int enospc_child(const char *sock)
+{
+	struct enospc_calls a = {.sock = sock};
+	pthread_t t;
+
+	if (coffer_connect(sock, &a.c) != 0)
+		return 10;
+	coffer__hhash_raise_counter(UINT64_MAX >> COFFER_HTYPE_BITS);
+	if (pthread_create(&t, NULL, enospc_thread, &a) != 0 || pthread_join(t, NULL) != 0)
+		return 11;
+	if (coffer_disconnect(a.c) != 0)
+		return 12;
+	if (a.eq_create != -ENOSPC)
+		return 1;
+	if (a.obj_open != -ENOSPC)
+		return 2;
+	if (a.connect != -ENOSPC)
+		return 3;
+	if (a.contains != -ENOSPC)
+		return 4;
+	if (a.get_oid != -ENOSPC)
+		return 5;
+	return 0;
+}
+
+/*
+ * Every public call that inserts into the handle hash - coffer_eq_create(), coffer_obj_open(),
+ * coffer_connect(), and a thread's first blocking call, which creates its hidden EQ - says
+ * -ENOSPC when the process has issued all its cookies, as their headers list, and the
+ * connection it had still disconnects.
+ */
+static void test_cookies_exhausted(void **state)
+{
+	struct tctx *t = *state;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(enospc_child(t->store.sock));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
+ * coffer_flush() tells a wrong handle as every call does: a handle of another type (null,
+ * an EQ, an object) is -EINVAL; a connection handle that names no connection (never issued,
+ * disconnected) is -ENOENT; with no runtime left it is -EINVAL. It answered -ENOENT for
+ * every wrong handle.
+ */
+static void test_flush_errors(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_oid oid = {{1}};
+	coffer_handle_t c, eq, oh;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_flush(c), 0);
+	assert_int_equal(coffer_flush(COFFER_HANDLE_NULL), -EINVAL);
+	assert_int_equal(coffer_flush(eq), -EINVAL);
+	assert_int_equal(coffer_flush(oh), -EINVAL);
+	assert_int_equal(coffer_flush((coffer_handle_t){.cookie = c.cookie + 16}), -ENOENT);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_flush(c), -ENOENT);
+	coffer_fini(); /* setup's: no runtime now */
+	assert_int_equal(coffer_flush(c), -EINVAL);
+	assert_int_equal(coffer_init(), 0); /* for teardown's coffer_fini() */
+}
+
 /*
  * A program that never called coffer_init() and has disconnected its last connection (the
  * runtime stopped with it): a call by ObjectID on that connection is "disconnected",
@@ -3568,6 +3670,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cookies_exhausted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_obj_handle_after_last_disconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_handles, setup, teardown),

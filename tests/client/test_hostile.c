@@ -35,7 +35,9 @@
  * file shorter than the slots, a pipe, a count whose bytes overflow) are refused at connect.
  * A fake whose request doorbell blocks a write (O_NONBLOCK cleared at HELLO or after the
  * channel opened, counter full, store "sleeping") must not hold the client thread that
- * rings it: its request is still answered (the fake polls its ring).
+ * rings it: its request is still answered (the fake polls its ring). One that stops reading
+ * its socket (answering queries ahead) must make the control call whose request finds no
+ * room say -ETIMEDOUT, as a silent store does, not -ENOTCONN.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +96,8 @@ struct fake {
 	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
 	atomic_int full_bell; /* enum fake_full_bell: a request doorbell whose write blocks */
 	atomic_int read_only; /* enum fake_ro: the file the fake passes opened read-only */
+	atomic_int deaf;      /* stop reading the socket; answer QUERYs before they come, as many
+			       * as the socket takes (test_ctl_send_timeout) */
 };
 
 /*
@@ -208,6 +212,25 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 		uint32_t prod;
 		bool wrote = false;
 
+		if (atomic_load(&f->deaf)) {
+			/* Reads nothing more: the client's requests pile up in this socket
+			 * until its sends find no room, while its replies keep coming. */
+			uint8_t m[sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_store_info)];
+			struct coffer_store_info info = {.capacity_bytes = FAKE_ARENA};
+			struct coffer_msg_hdr h;
+			long r;
+
+			coffer__msg_hdr_init(&h, COFFER_MSG_QUERY_REPLY, 0, sizeof(m));
+			memcpy(m, &h, sizeof(h));
+			memcpy(m + sizeof(h), &info, sizeof(info));
+			do
+				r = coffer__send_fds(sock, m, sizeof(m), NULL, 0, MSG_DONTWAIT);
+			while (r >= 0);
+			if (r != -EAGAIN)
+				return; /* the client hung up */
+			poll(NULL, 0, 1);
+			continue;
+		}
 		if (poll(&p, 1, 1) > 0) {
 			uint8_t m[256];
 			struct coffer_msg_hdr h;
@@ -1363,6 +1386,41 @@ static void test_query_reply_with_fd(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/*
+ * A store that stops reading its socket (wedged, or stopped with our messages unread): the
+ * request finds no room in the socket for COFFER_STORE_TIMEOUT_MS, and the call says
+ * -ETIMEDOUT, as one whose answer does not come does - not -ENOTCONN, which says the store
+ * is gone - and gives the connection up (store.h). The fake answers every query before it
+ * is asked, so only the send can time out.
+ */
+static void test_ctl_send_timeout(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+	int rc, answered = 0;
+
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "1000", 1), 0);
+	rc = coffer_connect(f->path, &c);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fake now serves the socket too */
+	atomic_store(&f->deaf, 1);
+	/* bounded: a socket holds a few hundred small messages (net.core.wmem_default) */
+	while ((rc = coffer_store_query(c, &info)) == 0 && answered < 1000000)
+		answered++;
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_true(answered > 0);
+	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN); /* given up on */
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	pthread_join(f->tid, NULL);
+	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
 /* Open fds of this process. */
 static int count_fds(void)
 {
@@ -1694,6 +1752,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_swapped, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,

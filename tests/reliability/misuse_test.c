@@ -133,7 +133,7 @@ static void test_error_codes(void **state)
 	assert_int_equal(coffer_disconnect(eqh), -EINVAL);
 	assert_int_equal(coffer_disconnect(oh), -EINVAL);
 	assert_int_equal(coffer_disconnect(COFFER_HANDLE_NULL), -EINVAL);
-	assert_int_equal(coffer_flush(eqh), -ENOENT);
+	assert_int_equal(coffer_flush(eqh), -EINVAL);
 	assert_int_equal(coffer_store_query(eqh, &info), -EINVAL);
 	assert_int_equal(coffer_store_query(c, NULL), -EINVAL);
 	assert_int_equal(coffer_obj_open(eqh, &oid, 0, &oh), -EINVAL);

@@ -222,6 +222,50 @@ static void test_fit_in_own_class(void **state)
 	free_both_and_fini(&a, b, rest);
 }
 
+/*
+ * A small request whose only fit is a free block of its own class, with a quick-listed block
+ * elsewhere: the bounded own-class scan places it, and the quick list is kept (no flush),
+ * so the next request of the quick block's size still takes it at once. The scan used to
+ * run only after a flush of every quick list, which a fit it could find makes wasted work
+ * (up to COFFER_ARENA_QUICK_COUNT coalescing frees) that also empties the lists the
+ * free-one, allocate-one pattern lives on.
+ */
+static void test_own_class_before_flush(void **state)
+{
+	struct coffer__arena a;
+	struct coffer__ablk *f, *q, *rest, *b, *w;
+	uint64_t own;
+
+	(void)state;
+	assert_int_equal(coffer__arena_init(&a, 1 * MiB), 0);
+	assert_int_equal(coffer__arena_alloc(&a, 4224, &f), 0); /* 66 units, at 0 */
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &q), 0); /* at 4224 */
+	assert_int_equal(coffer__arena_alloc(&a, 1 * MiB - 4224 - 4096, &rest), 0);
+	coffer__arena_free(&a, f);
+	coffer__arena_flush(&a); /* f is a TLSF block of its own class */
+	assert_int_equal(a.flushes, 1);
+	coffer__arena_free(&a, q);
+	assert_true(q->quick);
+	own = a.own_class_fits; /* rest's alloc took the last block by the scan too */
+	/* 4160 bytes (65 units): the good-fit search starts at 68 units; f holds it */
+	assert_int_equal(coffer__arena_alloc(&a, 4160, &b), 0);
+	assert_int_equal(b->off, 0);
+	assert_int_equal(b->size, 4160);
+	assert_int_equal(a.own_class_fits, own + 1);
+	assert_int_equal(a.flushes, 1); /* no flush */
+	assert_int_equal(a.nquick, 1);
+	assert_true(q->quick);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	/* q is still there for the next 4096-byte request */
+	assert_int_equal(coffer__arena_alloc(&a, 4096, &w), 0);
+	assert_ptr_equal(w, q);
+	assert_int_equal(w->off, 4224);
+	assert_int_equal(a.nquick, 0);
+	assert_int_equal(coffer__arena_check(&a), 0);
+	coffer__arena_free(&a, w);
+	free_both_and_fini(&a, b, rest);
+}
+
 /* A large request whose only aligned fit is in a class above its own, with more than the
  * scan's 64 blocks of its own class free (each smaller than it): the bounded aligned scan
  * spent its whole budget on the own class, which cannot hold the request, and answered
@@ -592,6 +636,7 @@ int main(void)
 	    cmocka_unit_test(test_bounded_fragmentation),
 	    cmocka_unit_test(test_capacity_sized_large_object),
 	    cmocka_unit_test(test_fit_in_own_class),
+	    cmocka_unit_test(test_own_class_before_flush),
 	    cmocka_unit_test(test_own_class_does_not_starve_aligned_scan),
 	    cmocka_unit_test(test_quick_reuse),
 	    cmocka_unit_test(test_flush_on_failure),

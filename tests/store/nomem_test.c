@@ -11,10 +11,18 @@
  *    a present, sealed object is answered with the object (it needs no reply buffer).
  *  - Afterwards every client works, new ones connect, and the store exits cleanly (its
  *    sanitizer build checks for leaks at exit).
+ *  - A client that stops reading its socket during the shortage keeps its connection: the
+ *    reply that found its socket full, and a deferred get reply that comes meanwhile, wait
+ *    in memory reserved beforehand and reach it once it reads (the store used to allocate
+ *    them then, and closed the client when it could not); a REQUEST whose reply has no
+ *    reserve yet is read once memory is back, not refused by closing the client.
+ *  - Likewise at the store's open-file limit (fcntl(F_DUPFD_CLOEXEC) failing): a
+ *    CHANNEL_OPEN_REPLY its full socket holds keeps its fd without a copy.
  * And a store that cannot watch another connection (epoll_ctl ENOSPC: the user's
  * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC and keeps serving the others.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,13 +31,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <linux/sockios.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "tests/store/rawclient.h"
 
-static char g_dir[64], g_flag[128], g_watch[128];
+static char g_dir[64], g_flag[128], g_watch[128], g_nodup[128];
 static struct rc_store st; /* stopped by teardown() if the test fails */
 
 static void shortage(bool on)
@@ -135,6 +148,184 @@ static void test_store_short_of_memory(void **state)
 	rmdir(g_dir);
 }
 
+/* Sends @len bytes of @msg (with @fd when >= 0) on @c, again and again, at most @max times,
+ * without reading replies, until the store stops reading them (no room in the socket for a
+ * second: it holds a reply the socket had no room for). Return: how many were sent; @max
+ * means the store may not have stopped. */
+static unsigned int flood(struct rc_conn *c, const void *msg, size_t len, int fd, unsigned int max)
+{
+	unsigned int sent = 0;
+
+	while (sent < max) {
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		long rc = coffer__send_fds(c->fd, msg, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+
+		if (rc == (long)len) {
+			sent++;
+			continue;
+		}
+		assert_int_equal(rc, -EAGAIN);
+		if (poll(&p, 1, 1000) == 0)
+			return sent;
+	}
+	return max;
+}
+
+static unsigned int flood_queries(struct rc_conn *c)
+{
+	struct coffer_msg_hdr h;
+
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	return flood(c, &h, sizeof(h), -1, UINT_MAX);
+}
+
+static void test_full_socket_short_of_memory(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	struct coffer_store_info info;
+	struct coffer_req get, req;
+	struct coffer_rep rep = {0};
+	struct rc_conn a, b, c;
+	unsigned int sent, queries = 0, replies = 0;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	assert_int_equal(rc_connect(&b, st.sock), 0);
+	assert_int_equal(rc_connect(&c, st.sock), 0); /* sends no REQUEST before the shortage */
+	assert_int_equal(rc_create(&b, 1, 4096, 0, NULL), 0);
+	send_waiting_get(&a, 1, &get);
+	assert_int_equal(rc_contains(&a, 2), 0); /* the get waits */
+
+	shortage(true);
+	/* a stops reading: the store's reply to one of these finds a's socket full */
+	sent = flood_queries(&a);
+	assert_true(sent > 0);
+	/* ... and the get's reply comes while that reply waits */
+	assert_int_equal(rc_seal(&b, 1, COFFER_SEAL_RELEASE), 0);
+	/* c's first REQUEST has no reply reserve: not read until memory is back */
+	rc_req_init(&c, &req, COFFER_OP_CONTAINS, 3);
+	assert_int_equal(rc_batch(&c, &req, 1, NULL, 0, 0), 0);
+
+	/* a reads: every query and the get are answered, and a is still connected */
+	while (queries < sent || replies < 1) {
+		struct coffer_msg_hdr h;
+		long n = rc_recv_msg(&a, buf, sizeof(buf), NULL, NULL, 10000);
+
+		assert_true(n > 0); /* 0: the store closed a */
+		assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
+		if (h.type == COFFER_MSG_QUERY_REPLY) {
+			queries++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		assert_int_equal(h.count, 1);
+		memcpy(&rep, buf + sizeof(h), sizeof(rep));
+		assert_int_equal(rep.tag, get.tag);
+		assert_true(rep.status == 0 || rep.status == -ENOMEM);
+		replies++;
+	}
+	assert_int_equal(queries, sent);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 3);
+
+	shortage(false);
+	assert_int_equal(rc_recv_reps(&c, &rep, 1, 10000), 1); /* c read, and answered */
+	assert_int_equal(rep.tag, req.tag);
+	assert_int_equal(rep.status, 0);
+	assert_int_equal(rc_get(&a, 1, 0, NULL, NULL), 0);
+	assert_int_equal(rc_release(&a, 1), 0);
+	assert_int_equal(rc_query(&b, &info), 0);
+	assert_int_equal(info.clients, 3);
+	rc_close(&a);
+	rc_close(&b);
+	rc_close(&c);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
+/*
+ * A client that stops reading while it opens channels, its store at its open-file limit:
+ * the CHANNEL_OPEN_REPLY its full socket holds keeps the rings' fd it carries, and the
+ * client gets every channel once it reads. The store used to queue a copy (dup) of that fd,
+ * and closed the client when it had no fd for the copy.
+ */
+static void test_full_socket_out_of_fds(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	unsigned char buf[512];
+	struct {
+		struct coffer_msg_hdr h;
+		struct coffer_chan_open o;
+	} msg = {.o = {.ring_entries = 8}};
+	struct coffer_store_info info;
+	struct rc_conn a;
+	const int reply_bytes =
+	    (int)(sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_chan_open_reply));
+	unsigned int sent, opened = 0, refused = 0;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), inq = 0;
+	FILE *f;
+
+	(void)state;
+	assert_true(efd >= 0);
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_nodup, sizeof(g_nodup), "%s/nodup", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NODUP_FILE", g_nodup, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOMEM_FILE"), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	coffer__msg_hdr_init(&msg.h, COFFER_MSG_CHANNEL_OPEN, 0, sizeof(msg));
+	f = fopen(g_nodup, "w");
+	assert_non_null(f);
+	fclose(f);
+	sent = flood(&a, &msg, sizeof(msg), efd, UINT_MAX);
+	/* what a has not read: only CHANNEL_OPEN_REPLYs, fewer than a connection's channels,
+	 * so the reply the store holds for want of room is one too (with its fd) */
+	assert_int_equal(ioctl(a.fd, SIOCINQ, &inq), 0);
+	assert_int_equal(inq % reply_bytes, 0);
+	assert_true((unsigned int)(inq / reply_bytes) + 1 < COFFER_CHANNELS_MAX);
+	while (opened + refused < sent) {
+		struct coffer_msg_hdr h;
+		int fds[COFFER_MSG_FDS_MAX];
+		unsigned int nfds = 0;
+		long n = rc_recv_msg(&a, buf, sizeof(buf), fds, &nfds, 10000);
+
+		assert_true(n > 0); /* 0: the store closed a */
+		assert_int_equal(coffer__msg_check(buf, (size_t)n, &h), 0);
+		if (h.type == COFFER_MSG_ERROR) { /* past COFFER_CHANNELS_MAX: no channel id */
+			struct coffer_msg_error e;
+
+			memcpy(&e, buf + sizeof(h), sizeof(e));
+			assert_int_equal(e.status, -EMFILE);
+			assert_int_equal(nfds, 0);
+			refused++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_CHANNEL_OPEN_REPLY);
+		assert_int_equal(nfds, 1);
+		close(fds[0]);
+		opened++;
+	}
+	assert_int_equal(opened, sent < COFFER_CHANNELS_MAX ? sent : COFFER_CHANNELS_MAX);
+	assert_int_equal(rc_query(&a, &info), 0);
+	assert_int_equal(info.clients, 1);
+	assert_int_equal(unlink(g_nodup), 0);
+	rc_close(&a);
+	close(efd);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
 static void test_store_cannot_watch(void **state)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
@@ -174,6 +365,7 @@ static int teardown(void **state)
 		(void)rc_store_stop(&st);
 	(void)unlink(g_flag);
 	(void)unlink(g_watch);
+	(void)unlink(g_nodup);
 	(void)rmdir(g_dir);
 	return 0;
 }
@@ -183,6 +375,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_store_short_of_memory, teardown),
 	    cmocka_unit_test_teardown(test_store_cannot_watch, teardown),
+	    cmocka_unit_test_teardown(test_full_socket_short_of_memory, teardown),
+	    cmocka_unit_test_teardown(test_full_socket_out_of_fds, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

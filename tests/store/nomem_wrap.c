@@ -5,9 +5,13 @@
  * by $COFFER_TEST_NOMEM_FILE exists, as in a store whose memory ran out; libc's and other
  * libraries' internal allocations are not affected. The test creates and removes the file
  * to start and end the shortage. Likewise epoll_ctl(EPOLL_CTL_ADD) fails with ENOSPC (the
- * user's fs.epoll.max_user_watches reached) while $COFFER_TEST_NOWATCH_FILE exists.
+ * user's fs.epoll.max_user_watches reached) while $COFFER_TEST_NOWATCH_FILE exists, and
+ * fcntl(F_DUPFD_CLOEXEC) fails with EMFILE (the store at its open-file limit) while
+ * $COFFER_TEST_NODUP_FILE exists. (fcntl is fcntl64 under _FILE_OFFSET_BITS=64: both.)
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,6 +26,10 @@ void *__wrap_calloc(size_t n, size_t m);
 void *__wrap_realloc(void *p, size_t n);
 int __real_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int __real_fcntl(int fd, int cmd, ...);
+int __real_fcntl64(int fd, int cmd, ...);
+int __wrap_fcntl(int fd, int cmd, ...);
+int __wrap_fcntl64(int fd, int cmd, ...);
 
 /* Whether the file named by environment variable @var exists; sets errno to @err if so. */
 static bool flagged(const char *var, int err)
@@ -59,4 +67,33 @@ int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (op == EPOLL_CTL_ADD && flagged("COFFER_TEST_NOWATCH_FILE", ENOSPC))
 		return -1;
 	return __real_epoll_ctl(epfd, op, fd, ev);
+}
+
+/* fcntl's third argument is an int or a pointer, or absent: passed on as a pointer-sized
+ * word, as glibc's own fcntl does. */
+static bool no_dup(int cmd)
+{
+	return cmd == F_DUPFD_CLOEXEC && flagged("COFFER_TEST_NODUP_FILE", EMFILE);
+}
+
+int __wrap_fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return no_dup(cmd) ? -1 : __real_fcntl(fd, cmd, arg);
+}
+
+int __wrap_fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return no_dup(cmd) ? -1 : __real_fcntl64(fd, cmd, arg);
 }
