@@ -42,6 +42,8 @@
 #include <coffer/event.h>
 #include <coffer/hash.h>
 
+#include "../stress_rng.h"
+
 #include "eventq/event_internal.h"
 
 #define MAX_CHILDREN 12
@@ -93,26 +95,10 @@ static struct {
 	    launch_fail, poll_fail, completed_items;
 } g;
 
-static __thread uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void maybe_yield(void)
-{
-	if (g.yield_n && rnd() % g.yield_n == 0)
-		sched_yield();
-}
-
 /* A result unique to (round, slot), nonzero one time in three. */
 static int round_rc(uint64_t round, unsigned int slot)
 {
-	if (rnd() % 3 != 0)
+	if (stress_rnd() % 3 != 0)
 		return 0;
 	return -(int)(1 + (round % 1000000) * 16 + slot);
 }
@@ -134,7 +120,7 @@ static void *launcher_main(void *arg)
 	for (uint64_t r = 0; r < g.rounds; r++) {
 		for (unsigned int f = id; f < g.families; f += g.launchers) {
 			struct fam *fm = &g.fams[f];
-			bool barrier = rnd() % 4 == 0;
+			bool barrier = stress_rnd() % 4 == 0;
 			int rc;
 
 			/* acquire: pairs with the poller's release; its reads are done */
@@ -148,7 +134,7 @@ static void *launcher_main(void *arg)
 			for (unsigned int i = 0; i < g.children; i++) {
 				if (coffer__event_launch(&fm->child[i].ev) != 0)
 					atomic_fetch_add(&g.launch_fail, 1);
-				maybe_yield();
+				stress_maybe_yield(g.yield_n);
 			}
 			rc = barrier ? coffer_event_parent_barrier(&fm->parent.ev)
 				     : coffer__event_launch(&fm->parent.ev);
@@ -174,12 +160,12 @@ static void *completer_main(void *arg)
 
 	rng = 0xda942042e4dd58b5ull * ((uintptr_t)arg + 1);
 	for (;;) {
-		unsigned int n = 0, want = 1 + (unsigned int)(rnd() % g.batch);
+		unsigned int n = 0, want = 1 + (unsigned int)(stress_rnd() % g.batch);
 		bool done;
 
 		pthread_mutex_lock(&g.mu);
 		while (n < want && g.nitems > 0) {
-			size_t k = (size_t)(rnd() % g.nitems);
+			size_t k = (size_t)(stress_rnd() % g.nitems);
 
 			evs[n] = g.items[k].ev;
 			rcs[n] = g.items[k].rc;
@@ -194,16 +180,16 @@ static void *completer_main(void *arg)
 			sched_yield();
 			continue;
 		}
-		if (rnd() % 2) {
+		if (stress_rnd() % 2) {
 			coffer__event_complete_vec(evs, rcs, n);
 		} else {
 			for (unsigned int i = 0; i < n; i++) {
 				coffer__event_complete(evs[i], rcs[i]);
-				maybe_yield();
+				stress_maybe_yield(g.yield_n);
 			}
 		}
 		atomic_fetch_add_explicit(&g.completed_items, n, memory_order_relaxed);
-		maybe_yield();
+		stress_maybe_yield(g.yield_n);
 	}
 	return NULL;
 }

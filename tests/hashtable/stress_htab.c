@@ -34,6 +34,8 @@
 #include <coffer/common.h>
 #include <coffer/hash.h>
 
+#include "../stress_rng.h"
+
 #include "hashtable/htab_internal.h"
 
 #define MAGIC_LIVE   0x11fe11feu
@@ -49,27 +51,6 @@ static uint64_t bad_poison, bad_key, bad_ref, bad_stale, bad_other;
 static uint64_t n_inserts, n_frees, n_lookups, n_rcu_lookups, n_deletes;
 
 /* ---- per-thread xorshift and yield injection ------------------------------------------ */
-
-static __thread uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void maybe_yield(void)
-{
-	if (yield_n && rnd() % yield_n == 0)
-		sched_yield();
-}
-
-static void bump(uint64_t *c)
-{
-	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
-}
 
 /* ---- quarantine ------------------------------------------------------------------------ */
 
@@ -132,7 +113,7 @@ static bool s_cmp(const struct coffer_hnode *n, const void *key, size_t ksize)
 
 	(void)ksize;
 	memcpy(&k, key, sizeof(k));
-	maybe_yield(); /* under a stripe lock or in a read-side section */
+	stress_maybe_yield(yield_n); /* under a stripe lock or in a read-side section */
 	return srec_of(n)->key == k;
 }
 
@@ -142,9 +123,9 @@ static void s_free(struct coffer_hnode *n, void *priv)
 
 	(void)priv;
 	if (__atomic_load_n(&r->magic, __ATOMIC_RELAXED) != MAGIC_LIVE)
-		bump(&bad_other); /* freed twice */
+		stress_bump(&bad_other); /* freed twice */
 	__atomic_store_n(&r->magic, MAGIC_POISON, __ATOMIC_RELAXED);
-	bump(&n_frees);
+	stress_bump(&n_frees);
 	quarantine(r);
 }
 
@@ -162,39 +143,39 @@ static void check_rec(const struct coffer_hnode *n, uint64_t k, bool held)
 	const struct srec *r = srec_of(n);
 
 	if (__atomic_load_n(&r->magic, __ATOMIC_RELAXED) != MAGIC_LIVE)
-		bump(&bad_poison);
+		stress_bump(&bad_poison);
 	if (r->key != k)
-		bump(&bad_key);
+		stress_bump(&bad_key);
 	if (held && __atomic_load_n(&n->hn_ref, __ATOMIC_RELAXED) < 1)
-		bump(&bad_ref);
+		stress_bump(&bad_ref);
 }
 
 static void *htab_reader(void *arg)
 {
 	rng = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 1;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t k = rnd() % nkeys, op = rnd() % 8;
+		uint64_t k = stress_rnd() % nkeys, op = stress_rnd() % 8;
 		struct coffer_hnode *n;
 
 		if (op < 4) {
 			if (coffer_htab_lookup(tab, &k, sizeof(k), &n) == 0) {
 				check_rec(n, k, true);
 				coffer_htab_addref(tab, n);
-				maybe_yield();
+				stress_maybe_yield(yield_n);
 				check_rec(n, k, true);
 				coffer_htab_decref(tab, n);
 				coffer_htab_decref(tab, n);
 			}
-			bump(&n_lookups);
+			stress_bump(&n_lookups);
 		} else if (op < 7) {
 			coffer_rcu_read_lock();
 			n = coffer_htab_lookup_rcu(tab, &k, sizeof(k));
 			if (n) {
-				maybe_yield();
+				stress_maybe_yield(yield_n);
 				check_rec(n, k, false);
 			}
 			coffer_rcu_read_unlock();
-			bump(&n_rcu_lookups);
+			stress_bump(&n_rcu_lookups);
 		} else {
 			uint64_t ks[4];
 			const void *kp[4];
@@ -202,7 +183,7 @@ static void *htab_reader(void *arg)
 			int rc;
 
 			for (int i = 0; i < 4; i++) {
-				ks[i] = rnd() % nkeys;
+				ks[i] = stress_rnd() % nkeys;
 				kp[i] = &ks[i];
 			}
 			rc = coffer_htab_lookup_bulk(tab, kp, sizeof(uint64_t), 4, ns);
@@ -212,9 +193,9 @@ static void *htab_reader(void *arg)
 					coffer_htab_decref(tab, ns[i]);
 				}
 			} else if (rc != -ENOENT) {
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			}
-			bump(&n_lookups);
+			stress_bump(&n_lookups);
 		}
 	}
 	return NULL;
@@ -235,7 +216,7 @@ static void *htab_writer(void *arg)
 {
 	rng = (uintptr_t)arg * 0xda942042e4dd58b5ULL + 7;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t k = rnd() % nkeys, op = rnd() % 16;
+		uint64_t k = stress_rnd() % nkeys, op = stress_rnd() % 16;
 		struct coffer_hnode *found;
 		struct srec *r;
 		int rc;
@@ -244,44 +225,44 @@ static void *htab_writer(void *arg)
 			r = srec_new(k);
 			rc = coffer_htab_insert(tab, &k, sizeof(k), &r->node);
 			if (rc == 0)
-				bump(&n_inserts);
+				stress_bump(&n_inserts);
 			else if (rc == -EEXIST)
 				free(r); /* never published */
 			else
-				bump(&bad_other);
+				stress_bump(&bad_other);
 		} else if (op < 8) {
 			r = srec_new(k);
 			rc = coffer_htab_find_or_insert(tab, &k, sizeof(k), &r->node, &found);
 			if (rc == 0) {
-				bump(&n_inserts);
+				stress_bump(&n_inserts);
 			} else if (rc == 1) {
 				free(r);
 			} else {
-				bump(&bad_other);
+				stress_bump(&bad_other);
 				continue;
 			}
 			check_rec(found, k, true);
-			maybe_yield();
+			stress_maybe_yield(yield_n);
 			coffer_htab_decref(tab, found);
 		} else if (op < 15) {
 			rc = coffer_htab_delete(tab, &k, sizeof(k));
 			if (rc == 0)
-				bump(&n_deletes);
+				stress_bump(&n_deletes);
 			else if (rc != -ENOENT)
-				bump(&bad_other);
+				stress_bump(&bad_other);
 		} else {
 			/* Delete through a held reference (delete_node), racing other deleters. */
 			if (coffer_htab_lookup(tab, &k, sizeof(k), &found) == 0) {
-				maybe_yield();
+				stress_maybe_yield(yield_n);
 				rc = coffer_htab_delete_node(tab, found);
 				if (rc == 0)
-					bump(&n_deletes);
+					stress_bump(&n_deletes);
 				else if (rc != -ENOENT)
-					bump(&bad_other);
+					stress_bump(&bad_other);
 				coffer_htab_decref(tab, found);
 			}
 		}
-		maybe_yield();
+		stress_maybe_yield(yield_n);
 	}
 	return NULL;
 }
@@ -301,9 +282,9 @@ static void h_free(struct coffer_hlink *l)
 	struct hobj *o = (struct hobj *)(void *)l;
 
 	if (__atomic_load_n(&o->magic, __ATOMIC_RELAXED) != MAGIC_LIVE)
-		bump(&bad_other);
+		stress_bump(&bad_other);
 	__atomic_store_n(&o->magic, MAGIC_POISON, __ATOMIC_RELAXED);
-	bump(&n_frees);
+	stress_bump(&n_frees);
 	quarantine(o);
 }
 
@@ -312,48 +293,49 @@ static void check_hobj(const struct coffer_hlink *l, uint64_t cookie)
 	const struct hobj *o = (const struct hobj *)(const void *)l;
 
 	if (__atomic_load_n(&o->magic, __ATOMIC_RELAXED) != MAGIC_LIVE)
-		bump(&bad_poison);
+		stress_bump(&bad_poison);
 	if (l->hl_cookie != cookie)
-		bump(&bad_key);
+		stress_bump(&bad_key);
 }
 
 static void *hh_reader(void *arg)
 {
 	rng = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 3;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t c = __atomic_load_n(&slots[rnd() % nkeys], __ATOMIC_RELAXED);
+		uint64_t c = __atomic_load_n(&slots[stress_rnd() % nkeys], __ATOMIC_RELAXED);
 		coffer_handle_t h = {c};
 		struct coffer_hlink *l;
 		int rc;
 
 		if (!c)
 			continue;
-		if (rnd() & 1) {
+		if (stress_rnd() & 1) {
 			rc = coffer_hhash_lookup(hh, h, COFFER_HTYPE_TEST, &l);
 			if (rc == 0) {
 				check_hobj(l, c);
 				coffer_hhash_addref(hh, l);
-				maybe_yield();
+				stress_maybe_yield(yield_n);
 				if (__atomic_load_n(&l->hl_node.hn_ref, __ATOMIC_RELAXED) < 2)
-					bump(&bad_ref);
+					stress_bump(&bad_ref);
 				check_hobj(l, c);
 				coffer_hhash_putref(hh, l);
 				coffer_hhash_putref(hh, l);
 			} else if (rc != -ENOENT) {
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			}
 			if (coffer_hhash_lookup(hh, h, COFFER_HTYPE_EQ, &l) != -EINVAL)
-				bump(&bad_other); /* wrong type must always fail with -EINVAL */
-			bump(&n_lookups);
+				stress_bump(
+				    &bad_other); /* wrong type must always fail with -EINVAL */
+			stress_bump(&n_lookups);
 		} else {
 			coffer_rcu_read_lock();
 			l = coffer_hhash_lookup_rcu(hh, h, COFFER_HTYPE_TEST);
 			if (l) {
-				maybe_yield();
+				stress_maybe_yield(yield_n);
 				check_hobj(l, c);
 			}
 			coffer_rcu_read_unlock();
-			bump(&n_rcu_lookups);
+			stress_bump(&n_rcu_lookups);
 		}
 	}
 	return NULL;
@@ -363,7 +345,7 @@ static void *hh_writer(void *arg)
 {
 	rng = (uintptr_t)arg * 0xda942042e4dd58b5ULL + 5;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t *slot = &slots[rnd() % nkeys];
+		uint64_t *slot = &slots[stress_rnd() % nkeys];
 		uint64_t c = __atomic_exchange_n(slot, 0, __ATOMIC_ACQ_REL);
 		struct coffer_hlink *l;
 
@@ -371,20 +353,20 @@ static void *hh_writer(void *arg)
 			/* We own this handle's deletion: it must be there, then never again. */
 			if (coffer_hhash_lookup(hh, (coffer_handle_t){c}, COFFER_HTYPE_TEST, &l) !=
 			    0) {
-				bump(&bad_stale);
+				stress_bump(&bad_stale);
 				continue;
 			}
-			maybe_yield();
+			stress_maybe_yield(yield_n);
 			if (coffer_hhash_delete(hh, l) != 0)
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			else
-				bump(&n_deletes);
+				stress_bump(&n_deletes);
 			if (coffer_hhash_delete(hh, l) != -ENOENT)
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			coffer_hhash_putref(hh, l);
 			if (coffer_hhash_lookup(hh, (coffer_handle_t){c}, COFFER_HTYPE_TEST, &l) !=
 			    -ENOENT)
-				bump(&bad_stale);
+				stress_bump(&bad_stale);
 		} else {
 			struct hobj *o = malloc(sizeof(*o));
 			coffer_handle_t h;
@@ -395,21 +377,21 @@ static void *hh_writer(void *arg)
 			o->magic = MAGIC_LIVE;
 			o->link.hl_free = h_free;
 			if (coffer_hhash_insert(hh, &o->link, COFFER_HTYPE_TEST, &h) != 0) {
-				bump(&bad_other);
+				stress_bump(&bad_other);
 				free(o);
 				continue;
 			}
-			bump(&n_inserts);
+			stress_bump(&n_inserts);
 			if (!__atomic_compare_exchange_n(slot, &expect, h.cookie, false,
 							 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 				/* Slot taken meanwhile: unpublished, delete it ourselves. */
 				if (coffer_hhash_delete(hh, &o->link) != 0)
-					bump(&bad_other);
+					stress_bump(&bad_other);
 				else
-					bump(&n_deletes);
+					stress_bump(&n_deletes);
 			}
 		}
-		maybe_yield();
+		stress_maybe_yield(yield_n);
 	}
 	return NULL;
 }
@@ -500,11 +482,11 @@ static int run_htab(double secs)
 	/* Drain by traversal (bounded steps), then the table must be empty. */
 	while (cursor != COFFER_HTAB_CURSOR_END)
 		if (coffer_htab_traverse(tab, &cursor, 4, drain_cb, tab))
-			bump(&bad_other);
+			stress_bump(&bad_other);
 	left = coffer_htab_count(tab);
 	coffer__htab_stats(tab, &st);
 	if (coffer_htab_destroy(tab, false) != 0)
-		bump(&bad_other);
+		stress_bump(&bad_other);
 	coffer__rcu_barrier();
 	return report("htab", secs, peak, st.ref_underflows, left);
 }
@@ -523,7 +505,7 @@ static int run_hhash(double secs)
 	left = 0;
 	coffer__htab_stats(coffer__hhash_table(hh), &st);
 	if (coffer_hhash_destroy(hh, true) != 0) /* drain the handles still in slots */
-		bump(&bad_other);
+		stress_bump(&bad_other);
 	coffer__rcu_barrier();
 	free(slots);
 	return report("hhash", secs, peak, st.ref_underflows, left);

@@ -33,6 +33,8 @@
 #include <coffer/common.h>
 #include <coffer/hash.h>
 
+#include "../stress_rng.h"
+
 #define MAGIC_LIVE 0x11fe11feu
 #define MAGIC_FREE 0xf4eef4eeu
 
@@ -56,27 +58,6 @@ static uint64_t next_incarnation = 1; /* atomic */
 static uint64_t bad_magic, bad_cookie, bad_incarnation, bad_stale, bad_other;
 static uint64_t n_inserts, n_frees, n_lookups, n_found, n_recycled;
 
-static __thread uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void maybe_yield(void)
-{
-	if (yield_n && rnd() % yield_n == 0)
-		sched_yield();
-}
-
-static void bump(uint64_t *c)
-{
-	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
-}
-
 /* Release: the record's last uses happen before its reuse (acquire in rec_alloc()). */
 static void push_free(struct rrec *r)
 {
@@ -94,9 +75,9 @@ static void rec_free(struct coffer_hlink *l)
 	struct rrec *r = (struct rrec *)(void *)l;
 
 	if (r->magic != MAGIC_LIVE)
-		bump(&bad_magic); /* freed twice */
+		stress_bump(&bad_magic); /* freed twice */
 	r->magic = MAGIC_FREE;
-	bump(&n_frees);
+	stress_bump(&n_frees);
 	push_free(r);
 }
 
@@ -110,7 +91,7 @@ static struct rrec *rec_alloc(void)
 		r = my_cache = __atomic_exchange_n(&free_recs, NULL, __ATOMIC_ACQUIRE);
 	if (r) {
 		my_cache = r->fnext;
-		bump(&n_recycled);
+		stress_bump(&n_recycled);
 		return r;
 	}
 	r = calloc(1, sizeof(*r));
@@ -131,41 +112,41 @@ static void check_found(const struct rrec *r, uint64_t cookie)
 	uint64_t inc = r->incarnation;
 
 	if (r->magic != MAGIC_LIVE)
-		bump(&bad_magic);
+		stress_bump(&bad_magic);
 	if (r->link.hl_cookie != cookie)
-		bump(&bad_cookie);
-	maybe_yield();
+		stress_bump(&bad_cookie);
+	stress_maybe_yield(yield_n);
 	if (r->incarnation != inc || r->magic != MAGIC_LIVE || r->link.hl_cookie != cookie)
-		bump(&bad_incarnation);
+		stress_bump(&bad_incarnation);
 }
 
 static void *reader(void *arg)
 {
 	rng = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t c = __atomic_load_n(&slots[rnd() % nslots], __ATOMIC_RELAXED);
+		uint64_t c = __atomic_load_n(&slots[stress_rnd() % nslots], __ATOMIC_RELAXED);
 		coffer_handle_t h = {c};
 		struct coffer_hlink *l;
 
 		if (!c)
 			continue;
-		maybe_yield(); /* let the handle go stale now and then */
-		bump(&n_lookups);
-		if (rnd() & 1) {
+		stress_maybe_yield(yield_n); /* let the handle go stale now and then */
+		stress_bump(&n_lookups);
+		if (stress_rnd() & 1) {
 			int rc = coffer_hhash_lookup(hh, h, COFFER_HTYPE_TEST, &l);
 
 			if (rc == 0) {
-				bump(&n_found);
+				stress_bump(&n_found);
 				check_found((struct rrec *)(void *)l, c);
 				coffer_hhash_putref(hh, l);
 			} else if (rc != -ENOENT) {
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			}
 		} else {
 			coffer_rcu_read_lock();
 			l = coffer_hhash_lookup_rcu(hh, h, COFFER_HTYPE_TEST);
 			if (l) {
-				bump(&n_found);
+				stress_bump(&n_found);
 				check_found((struct rrec *)(void *)l, c);
 			}
 			coffer_rcu_read_unlock();
@@ -186,19 +167,19 @@ static void *writer(void *arg)
 		r->incarnation = __atomic_fetch_add(&next_incarnation, 1, __ATOMIC_RELAXED);
 		r->link.hl_free = rec_free;
 		if (coffer_hhash_insert(hh, &r->link, COFFER_HTYPE_TEST, &h) != 0) {
-			bump(&bad_other);
+			stress_bump(&bad_other);
 			continue;
 		}
-		bump(&n_inserts);
+		stress_bump(&n_inserts);
 		old.cookie =
-		    __atomic_exchange_n(&slots[rnd() % nslots], h.cookie, __ATOMIC_RELAXED);
-		maybe_yield();
+		    __atomic_exchange_n(&slots[stress_rnd() % nslots], h.cookie, __ATOMIC_RELAXED);
+		stress_maybe_yield(yield_n);
 		if (old.cookie) {
 			/* We own the old handle's deletion: it goes, and is never found again. */
 			if (coffer_hhash_delete_handle(hh, old, COFFER_HTYPE_TEST) != 0)
-				bump(&bad_other);
+				stress_bump(&bad_other);
 			if (coffer_hhash_lookup(hh, old, COFFER_HTYPE_TEST, &l) != -ENOENT)
-				bump(&bad_stale);
+				stress_bump(&bad_stale);
 		}
 	}
 	/* What this thread cached goes back (still MAGIC_FREE) for the final check. */
@@ -280,15 +261,15 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < nslots; i++)
 		if (slots[i] && coffer_hhash_delete_handle(hh, (coffer_handle_t){slots[i]},
 							   COFFER_HTYPE_TEST) != 0)
-			bump(&bad_other);
+			stress_bump(&bad_other);
 	left = coffer_hhash_count(hh);
 	/* destroy waits for every pending free: each insert must be freed exactly once now */
 	if (coffer_hhash_destroy(hh, false) != 0)
-		bump(&bad_other);
+		stress_bump(&bad_other);
 	for (struct rrec *r = all_recs, *next; r; r = next) {
 		next = r->all_next;
 		if (r->magic != MAGIC_FREE)
-			bump(&bad_magic);
+			stress_bump(&bad_magic);
 		recs++;
 		free(r);
 	}
