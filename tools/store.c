@@ -1593,15 +1593,22 @@ static int bind_listener(struct store *st)
 		}
 		int err;
 
-		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		/* Non-blocking: on a listener whose backlog is full (a store stopped or hung with
+		 * clients queued) a blocking connect(2) waits for a slot, forever, and we hold the
+		 * directory's lock (listen_lock()): this start hung, and every other store starting
+		 * in the directory refused after LISTEN_LOCK_WAIT_MS
+		 * (test_start_beside_full_listener). EAGAIN is that listener. */
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
 			COFFER_LOG(COFFER_LOG_ERR, "socket: %s", strerror(errno));
 			return -1;
 		}
 		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
 		close(fd);
-		if (err == 0) {
-			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s", path);
+		if (err == 0 || err == EAGAIN) {
+			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s%s",
+				   path,
+				   err == EAGAIN ? " (its backlog is full: stopped or hung?)" : "");
 			return -1;
 		}
 		/* Only a socket nobody listens on is stale. Anything else (EPROTOTYPE: another
