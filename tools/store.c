@@ -1558,10 +1558,14 @@ static int listen_lock(const char *path)
 			return -1;
 		}
 		if (ms >= LISTEN_LOCK_WAIT_MS) {
-			COFFER_LOG(
-			    COFFER_LOG_ERR,
-			    "another coffer-store has been starting in %s for %d ms; refusing", dir,
-			    LISTEN_LOCK_WAIT_MS);
+			/* Name the lock: any program may hold one on the directory (flock(1) on
+			 * /tmp, a backup tool), and blaming a coffer-store that does not exist
+			 * sent the reader looking for one (test_start_dir_locked_by_other). */
+			COFFER_LOG(COFFER_LOG_ERR,
+				   "%s has been locked (flock) for %d ms: another coffer-store "
+				   "starting there, or another program holding a lock on the "
+				   "directory; refusing",
+				   dir, LISTEN_LOCK_WAIT_MS);
 			close(fd);
 			return -2;
 		}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1374,6 +1375,42 @@ static void test_start_beside_full_listener(void **state)
 	rmdir(dir);
 }
 
+/*
+ * A store starting in a directory that another program keeps locked (flock(2), as flock(1)
+ * on /tmp does) refuses after its wait and says what it waited for. It said "another
+ * coffer-store has been starting in DIR", and there was none to find.
+ */
+static void test_start_dir_locked_by_other(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], log[160];
+	int dfd, st_state, status = 0;
+	pid_t a;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(log, sizeof(log), "%s/a.log", dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(flock(dfd, LOCK_EX), 0);
+	a = spawn_store(exe, sock, log);
+	st_state = ready_or_exit(a, log, 20000, &status);
+	if (st_state != 0) {
+		kill(a, SIGKILL);
+		waitpid(a, &status, 0);
+	}
+	close(dfd);
+	assert_int_equal(st_state, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_true(file_has(log, "locked (flock)"));
+	unlink(log);
+	unlink(sock);
+	rmdir(dir);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1691,6 +1728,7 @@ int main(void)
 	    cmocka_unit_test(test_restart_keeps_successor_socket),
 	    cmocka_unit_test(test_concurrent_start_one_reachable),
 	    cmocka_unit_test(test_start_beside_full_listener),
+	    cmocka_unit_test(test_start_dir_locked_by_other),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
