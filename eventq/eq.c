@@ -49,8 +49,10 @@
  *    events). Sleepers whose condition a reap can make true (a tester whose event another
  *    poller reaps, a wait_running poller whose EQ a reap leaves idle) count themselves in
  *    eq_waiters too, and a poll that reaped wakes them (eq_wake_waiters()): no completion
- *    rings for those states. Before sleeping, the poller calls the hook's arm(); after
- *    waking, disarm().
+ *    rings for those states. Each of them also sleeps on an eventfd of its own (on
+ *    eq_wait_head, under eq_wait_lock), which the reap writes: on the shared fd one write
+ *    reached only whoever drained it first, maybe another tester that slept on. Before
+ *    sleeping, the poller calls the hook's arm(); after waking, disarm().
  *    An empty poll reads eq_word only (COMPLETED == 0): no lock, no shared write.
  *
  *  - Progress hook. eq_hook is an RCU-protected pointer to a private copy of the hook. It
@@ -85,9 +87,9 @@
  * The child also gives each EQ a wake fd of its own (same number, new file description):
  * sharing one with the parent let either process's pollers drain the other's wakeups.
  *
- * Lock order: eq_reap_lock and eq_reg_lock are leaves (never nested); the hash's bucket
- * locks are never taken under them. Fork-prepare only: eq_all_mu -> every EQ's
- * eq_reap_lock -> its eq_reg_lock.
+ * Lock order: eq_reap_lock, eq_reg_lock and eq_wait_lock are leaves (never nested); the
+ * hash's bucket locks are never taken under them. Fork-prepare only: eq_all_mu -> every EQ's
+ * eq_reap_lock -> its eq_reg_lock -> its eq_wait_lock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -170,12 +172,14 @@ void coffer__eq_atfork_prepare(void)
 	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
 		pthread_mutex_lock(&eq->eq_reap_lock);
 		pthread_mutex_lock(&eq->eq_reg_lock);
+		pthread_mutex_lock(&eq->eq_wait_lock);
 	}
 }
 
 void coffer__eq_atfork_parent(void)
 {
 	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		pthread_mutex_unlock(&eq->eq_wait_lock);
 		pthread_mutex_unlock(&eq->eq_reg_lock);
 		pthread_mutex_unlock(&eq->eq_reap_lock);
 	}
@@ -191,6 +195,10 @@ void coffer__eq_atfork_child(void)
 
 		pthread_mutex_init(&eq->eq_reap_lock, NULL);
 		pthread_mutex_init(&eq->eq_reg_lock, NULL);
+		pthread_mutex_init(&eq->eq_wait_lock, NULL);
+		/* The waiters were the other threads' (this one is not asleep): gone. */
+		eq->eq_wait_head = NULL;
+		atomic_store_explicit(&eq->eq_waiters, 0, memory_order_relaxed);
 		/* The wake fd's file description is the parent's copy's too: a poller of either
 		 * process would drain wakeups meant for the other's, which then sleep on next
 		 * to completed events (test_fork_child_steals_no_wakeup). A new description
@@ -365,11 +373,26 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
 static void eq_wake_waiters(struct coffer_eq *eq)
 {
 	uint64_t one = 1;
+	uint32_t listed = 0;
 
 	if (atomic_load_explicit(&eq->eq_waiters, memory_order_seq_cst) == 0)
 		return;
-	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the fd is readable already. */
+	/* Each its own write: they used to share the EQ's fd, whose one write reached only
+	 * whoever drained it first - another tester, whose event still ran, slept on and the
+	 * one whose event we reaped slept on beside it (test_event_test_woken_beside_other_
+	 * tester). A sleeper listed after our walk saw what we reaped (the lock orders its
+	 * condition check after our reap). */
+	pthread_mutex_lock(&eq->eq_wait_lock);
+	for (struct coffer__eq_waiter *w = eq->eq_wait_head; w != NULL; w = w->ew_next, listed++)
+		if (write(w->ew_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, so the fd is readable already. */
+		}
+	pthread_mutex_unlock(&eq->eq_wait_lock);
+	/* A sleeper without an fd of its own (eventfd() failed) sleeps on the EQ's: ring it
+	 * (a spare write when the count only includes one not listed yet). */
+	if (atomic_load_explicit(&eq->eq_waiters, memory_order_relaxed) > listed &&
+	    write(eq->eq_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: as above */
 	}
 }
 
@@ -531,7 +554,8 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 		      bool (*cond)(void *arg, uint64_t word), void *arg, bool reap_wakes)
 {
 	struct coffer__eq_progress *hook, *cur;
-	struct pollfd pfd = {.fd = eq->eq_fd, .events = POLLIN};
+	struct pollfd pfd[2] = {{.fd = eq->eq_fd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
+	struct coffer__eq_waiter w = {.ew_fd = -1};
 	struct timespec left;
 	uint64_t word, gen = 0;
 	int armed = 0;
@@ -540,9 +564,22 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 		return;
 	/* seq_cst, all three: the sleeper's half of the handshakes with coffer__eq_publish(),
 	 * the re-ring checks and, for @reap_wakes, reaps (eq_wake_waiters(); see the design
-	 * note). */
-	if (reap_wakes)
+	 * note). A reap wakes us through a wake fd of our own, listed before the check of our
+	 * condition: the EQ's fd is drained by whoever wakes first. */
+	if (reap_wakes) {
 		atomic_fetch_add_explicit(&eq->eq_waiters, 1, memory_order_seq_cst);
+		w.ew_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (w.ew_fd >= 0) {
+			pthread_mutex_lock(&eq->eq_wait_lock);
+			w.ew_prev = NULL;
+			w.ew_next = eq->eq_wait_head;
+			if (w.ew_next != NULL)
+				w.ew_next->ew_prev = &w;
+			eq->eq_wait_head = &w;
+			pthread_mutex_unlock(&eq->eq_wait_lock);
+			pfd[1].fd = w.ew_fd;
+		}
+	}
 	atomic_fetch_add_explicit(&eq->eq_sleepers, 1, memory_order_seq_cst);
 	word = atomic_load_explicit(&eq->eq_word, memory_order_seq_cst);
 	if (cond(arg, word))
@@ -559,7 +596,7 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	if (armed <= 0)
 		/* EINTR or a timeout: the caller re-checks and decides */
-		(void)ppoll(&pfd, 1, deadline != NULL ? &left : NULL, NULL);
+		(void)ppoll(pfd, w.ew_fd >= 0 ? 2 : 1, deadline != NULL ? &left : NULL, NULL);
 
 	if (hook != NULL) {
 		/* The hook we armed may have been detached (and freed after a grace period)
@@ -582,6 +619,17 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 out:
 	/* relaxed: a stale count only costs a spare write(2) */
 	atomic_fetch_sub_explicit(&eq->eq_sleepers, 1, memory_order_relaxed);
+	if (w.ew_fd >= 0) {
+		pthread_mutex_lock(&eq->eq_wait_lock);
+		if (w.ew_prev != NULL)
+			w.ew_prev->ew_next = w.ew_next;
+		else
+			eq->eq_wait_head = w.ew_next;
+		if (w.ew_next != NULL)
+			w.ew_next->ew_prev = w.ew_prev;
+		pthread_mutex_unlock(&eq->eq_wait_lock);
+		close(w.ew_fd);
+	}
 	if (reap_wakes)
 		atomic_fetch_sub_explicit(&eq->eq_waiters, 1, memory_order_relaxed);
 }
@@ -632,6 +680,7 @@ static void eq_free(struct coffer_hlink *link)
 	close(eq->eq_fd);
 	pthread_mutex_destroy(&eq->eq_reap_lock);
 	pthread_mutex_destroy(&eq->eq_reg_lock);
+	pthread_mutex_destroy(&eq->eq_wait_lock);
 	free(eq);
 }
 
@@ -688,6 +737,14 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	}
 	rc = pthread_mutex_init(&eq->eq_reg_lock, NULL);
 	if (rc != 0) {
+		pthread_mutex_destroy(&eq->eq_reap_lock);
+		close(eq->eq_fd);
+		free(eq);
+		return -rc;
+	}
+	rc = pthread_mutex_init(&eq->eq_wait_lock, NULL);
+	if (rc != 0) {
+		pthread_mutex_destroy(&eq->eq_reg_lock);
 		pthread_mutex_destroy(&eq->eq_reap_lock);
 		close(eq->eq_fd);
 		free(eq);

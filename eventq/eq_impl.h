@@ -118,6 +118,15 @@ static inline bool coffer__evp_valid(struct coffer_event *ev)
 	return ep->ep_magic == COFFER__EV_MAGIC && ep->ep_self == (const void *)ev;
 }
 
+/* A sleeper a reap can satisfy (coffer__eq_sleep() with reap_wakes: a tester, a wait_running
+ * poller), on its EQ's eq_wait_head list while it sleeps, with a wake fd of its own that a
+ * reap writes (eq_wake_waiters()). */
+struct coffer__eq_waiter {
+	struct coffer__eq_waiter *ew_next;
+	struct coffer__eq_waiter *ew_prev;
+	int ew_fd; /* eventfd, the sleeper's own */
+};
+
 /* An event queue. Fields are grouped by who writes them, one cache line per group. */
 struct coffer_eq {
 	/* read-mostly: written at create, destroy and free */
@@ -152,6 +161,10 @@ struct coffer_eq {
 	 * complete never touch it; it only lets coffer_eq_query() list running events. */
 	_Alignas(COFFER__EQ_CACHELINE) pthread_mutex_t eq_reg_lock;
 	struct coffer__evp *eq_reg_head;
+
+	/* the eq_waiters sleepers that have a wake fd of their own, under eq_wait_lock */
+	_Alignas(COFFER__EQ_CACHELINE) pthread_mutex_t eq_wait_lock;
+	struct coffer__eq_waiter *eq_wait_head;
 };
 
 /* ---- used by event.c, defined in eq.c ------------------------------------------------- */

@@ -1721,10 +1721,14 @@ static int listen_lock(const char *path)
 			return -1;
 		}
 		if (ms >= LISTEN_LOCK_WAIT_MS) {
-			COFFER_LOG(
-			    COFFER_LOG_ERR,
-			    "another coffer-store has been starting in %s for %d ms; refusing", dir,
-			    LISTEN_LOCK_WAIT_MS);
+			/* Name the lock: any program may hold one on the directory (flock(1) on
+			 * /tmp, a backup tool), and blaming a coffer-store that does not exist
+			 * sent the reader looking for one (test_start_dir_locked_by_other). */
+			COFFER_LOG(COFFER_LOG_ERR,
+				   "%s has been locked (flock) for %d ms: another coffer-store "
+				   "starting there, or another program holding a lock on the "
+				   "directory; refusing",
+				   dir, LISTEN_LOCK_WAIT_MS);
 			close(fd);
 			return -2;
 		}
@@ -1756,15 +1760,22 @@ static int bind_listener(struct store *st)
 		}
 		int err;
 
-		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		/* Non-blocking: on a listener whose backlog is full (a store stopped or hung with
+		 * clients queued) a blocking connect(2) waits for a slot, forever, and we hold the
+		 * directory's lock (listen_lock()): this start hung, and every other store starting
+		 * in the directory refused after LISTEN_LOCK_WAIT_MS
+		 * (test_start_beside_full_listener). EAGAIN is that listener. */
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
 			COFFER_LOG(COFFER_LOG_ERR, "socket: %s", strerror(errno));
 			return -1;
 		}
 		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
 		close(fd);
-		if (err == 0) {
-			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s", path);
+		if (err == 0 || err == EAGAIN) {
+			COFFER_LOG(COFFER_LOG_ERR, "another coffer-store is listening on %s%s",
+				   path,
+				   err == EAGAIN ? " (its backlog is full: stopped or hung?)" : "");
 			return -1;
 		}
 		/* Only a socket nobody listens on is stale. Anything else (EPROTOTYPE: another

@@ -1267,6 +1267,77 @@ static void test_event_test_woken_by_reap(void **state)
 	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
 }
 
+/*
+ * Two coffer_event_test() callers (of A and of B) and a poller sleep on an EQ while C keeps
+ * it busy; A completes. When the poller reaps A it wakes the sleepers a reap can satisfy -
+ * but they all slept on the one wake fd, and a single write(2) reached only whoever drained
+ * it first: when that was B's tester, it found B still running and slept on, and A's tester,
+ * woken as well but back from ppoll() after the drain, slept on beside its reaped event until
+ * some later completion (rel-adv25; a mixed hammer of 3 testers and 4 pollers hung within
+ * seconds, every event reaped and every tester asleep). Now each such sleeper has a wake fd
+ * of its own that a reap writes. A tester still asleep after a generous watchdog counts as a
+ * failure; B's and C's completions rescue it.
+ */
+static void test_event_test_woken_beside_other_tester(void **state)
+{
+	struct coffer__eq_progress hook = {
+	    .progress = wr_progress, .arm = wr_arm, .disarm = wr_disarm, .arg = NULL};
+	coffer_handle_t eqh = new_eq();
+	struct coffer_event a, b, c, *evs[4];
+	struct tp_thread ta, tb, p;
+	int round, stuck = 0, wrong = 0, n;
+
+	(void)state;
+	assert_int_equal(coffer__eq_set_progress(eqh, &hook), 0);
+	assert_int_equal(coffer_event_init(&a, eqh, NULL), 0);
+	assert_int_equal(coffer_event_init(&b, eqh, NULL), 0);
+	assert_int_equal(coffer_event_init(&c, eqh, NULL), 0);
+	for (round = 0; round < 40 && !stuck; round++) {
+		int arms = atomic_load(&wr_arms), waited;
+
+		assert_int_equal(coffer__event_launch(&a), 0);
+		assert_int_equal(coffer__event_launch(&b), 0);
+		assert_int_equal(coffer__event_launch(&c), 0);
+		memset(&ta, 0, sizeof(ta));
+		memset(&tb, 0, sizeof(tb));
+		memset(&p, 0, sizeof(p));
+		ta.eqh = tb.eqh = p.eqh = eqh;
+		ta.test = &a;
+		tb.test = &b;
+		assert_int_equal(pthread_create(&ta.tid, NULL, tp_main, &ta), 0);
+		assert_int_equal(pthread_create(&tb.tid, NULL, tp_main, &tb), 0);
+		assert_int_equal(pthread_create(&p.tid, NULL, tp_main, &p), 0);
+		while (atomic_load(&wr_arms) < arms + 3)
+			sched_yield();
+		sleep_ms(10); /* all three in ppoll() (or about to be): widens the window only */
+		coffer__event_complete(&a, 0);
+		/* Watchdog: 10 s for a wake-up that takes microseconds. */
+		for (waited = 0; waited < 10000 && !ta.done; waited++)
+			sleep_ms(1);
+		stuck += !ta.done;
+		coffer__event_complete(&b, 0); /* rescue: each completion rings the fd */
+		coffer__event_complete(&c, 0);
+		assert_int_equal(pthread_join(ta.tid, NULL), 0);
+		assert_int_equal(pthread_join(tb.tid, NULL), 0);
+		assert_int_equal(pthread_join(p.tid, NULL), 0);
+		wrong += !(ta.rc == 0 && ta.tested);
+		wrong += !(tb.rc == 0 && tb.tested);
+		wrong += p.rc != 1;
+		/* what nobody took (C, or B or A when the poller took the other) */
+		do
+			n = coffer_eq_poll(eqh, 0, 0, 4, evs);
+		while (n > 0);
+		wrong += n != 0;
+	}
+	print_message("two testers beside a poller: rounds %d, stuck %d\n", round, stuck);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(coffer_event_fini(&a), 0);
+	assert_int_equal(coffer_event_fini(&b), 0);
+	assert_int_equal(coffer_event_fini(&c), 0);
+	assert_int_equal(coffer_eq_destroy(eqh, 0), 0);
+}
+
 /* Destroy racing with launches: each launch either counts (and is drained or reaped) or
  * fails with -ENOENT; after destroy returns, every launch fails. */
 struct race_launcher {
@@ -1745,6 +1816,7 @@ int main(void)
 	    T(test_hook_replaced_while_sleeping),
 	    T(test_wait_running_woken_by_reap),
 	    T(test_event_test_woken_by_reap),
+	    T(test_event_test_woken_beside_other_tester),
 	    T(test_destroy_races_launch),
 	    T(test_concurrent_pollers_exactly_once),
 	    T(test_fork_while_eq_locked),

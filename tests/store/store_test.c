@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1291,6 +1292,125 @@ static void test_concurrent_start_one_reachable(void **state)
 	rmdir(dir);
 }
 
+/*
+ * A store starting on a path where a live listener's backlog is full (a store stopped or hung
+ * with clients queued at its socket; here a socket of the test's that never accepts) refuses
+ * at once, and a store starting beside it in the same directory on another path is not held.
+ * The stale-socket check connected in blocking mode: connect(2) on a full AF_UNIX backlog
+ * waits for a slot, forever, and it waited there holding the directory's start lock - the
+ * store hung in its start, and every other store starting in that directory refused after
+ * the lock's 5 s ("another coffer-store has been starting"). Now the check does not block: a
+ * full backlog (EAGAIN) is a listener, and the start refuses (exit 1) as for any listener.
+ */
+static void test_start_beside_full_listener(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	char dir[] = "/tmp/coffer-full-XXXXXX", sock[108], other[108], loga[160], logb[160];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int lfd, fds[64], nfds = 0, status, sa_state, sb_state, sa_status = 0, sb_status = 0;
+	bool serving;
+	pid_t a, b;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(other, sizeof(other), "%s/t.sock", dir);
+	snprintf(loga, sizeof(loga), "%s/a.log", dir);
+	snprintf(logb, sizeof(logb), "%s/b.log", dir);
+	/* a listener that never accepts, its backlog filled until a connect would block */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		assert_true(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		assert_true(nfds < 64);
+		fds[nfds++] = fd;
+	}
+
+	/* a on the full listener's path, then b beside it on another path */
+	a = spawn_store(exe, sock, loga);
+	usleep(100000); /* lets a reach its check first; b must not depend on it */
+	b = spawn_store(exe, other, logb);
+	sa_state = ready_or_exit(a, loga, 10000, &sa_status);
+	sb_state = ready_or_exit(b, logb, 10000, &sb_status);
+	serving = sb_state == 1 && reachable(other);
+	if (sa_state != 0) {
+		kill(a, SIGKILL);
+		waitpid(a, &status, 0);
+	}
+	if (sb_state == 1) {
+		kill(b, SIGTERM);
+		waitpid(b, &status, 0);
+	} else if (sb_state < 0) {
+		kill(b, SIGKILL);
+		waitpid(b, &status, 0);
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	close(lfd);
+	if (sa_state < 0)
+		print_error("the store on the full listener's path neither served nor exited\n");
+	if (sb_state != 1)
+		print_error("the store on the other path did not start (state %d)\n", sb_state);
+	assert_int_equal(sa_state, 0);
+	assert_true(WIFEXITED(sa_status));
+	assert_int_equal(WEXITSTATUS(sa_status), 1);
+	assert_true(file_has(loga, "listening"));
+	assert_int_equal(sb_state, 1);
+	assert_true(serving);
+	unlink(sock);
+	unlink(other);
+	unlink(loga);
+	unlink(logb);
+	rmdir(dir);
+}
+
+/*
+ * A store starting in a directory that another program keeps locked (flock(2), as flock(1)
+ * on /tmp does) refuses after its wait and says what it waited for. It said "another
+ * coffer-store has been starting in DIR", and there was none to find.
+ */
+static void test_start_dir_locked_by_other(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], log[160];
+	int dfd, st_state, status = 0;
+	pid_t a;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(log, sizeof(log), "%s/a.log", dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(flock(dfd, LOCK_EX), 0);
+	a = spawn_store(exe, sock, log);
+	st_state = ready_or_exit(a, log, 20000, &status);
+	if (st_state != 0) {
+		kill(a, SIGKILL);
+		waitpid(a, &status, 0);
+	}
+	close(dfd);
+	assert_int_equal(st_state, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_true(file_has(log, "locked (flock)"));
+	unlink(log);
+	unlink(sock);
+	rmdir(dir);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1607,6 +1727,8 @@ int main(void)
 	    cmocka_unit_test(test_foreign_socket_kept),
 	    cmocka_unit_test(test_restart_keeps_successor_socket),
 	    cmocka_unit_test(test_concurrent_start_one_reachable),
+	    cmocka_unit_test(test_start_beside_full_listener),
+	    cmocka_unit_test(test_start_dir_locked_by_other),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
