@@ -367,14 +367,25 @@ static unsigned int eq_take(struct coffer_eq *eq, unsigned int n, struct coffer_
  * test_wait_running_woken_by_reap). Dekker, as in the design note: our seq_cst RMW of eq_word
  * then seq_cst load of eq_waiters, against the sleeper's seq_cst increment of eq_waiters then
  * seq_cst load of eq_word. The fd is written even when eq_rung says it was: a poller may have
- * drained it and not yet cleared eq_rung. Cost when nobody waits so: one load of the sleepers'
- * line per poll that returned events.
+ * drained it and not yet cleared eq_rung. Cost when nobody waits so: a fence and one load of
+ * the sleepers' line per poll that returned events.
  */
 static void eq_wake_waiters(struct coffer_eq *eq)
 {
 	uint64_t one = 1;
 	uint32_t listed = 0;
 
+	/* A tester's condition is its event's state, stored READY (release, in
+	 * coffer__ev_reaped()) after eq_take()'s RMW, so that RMW does not order it before our
+	 * load of eq_waiters: store then load of two locations, the store-buffering shape,
+	 * which a release store and a seq_cst load allow both ways (x86 too: the READY store
+	 * may still sit in our store buffer). Then we could read no waiter while the tester,
+	 * counted just after, read its event not READY yet, and it slept on beside it. The
+	 * fence pairs with the sleeper's seq_cst RMW of eq_waiters (lead's review of
+	 * 53b3a1b/795bc98; no test shows it on x86: the window is inside one store buffer's
+	 * drain, and the sleeper makes an eventfd() call in between). Cost: one full fence per
+	 * poll that returned events. */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&eq->eq_waiters, memory_order_seq_cst) == 0)
 		return;
 	/* Each its own write: they used to share the EQ's fd, whose one write reached only
