@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -291,6 +293,126 @@ static void test_get_waits_without_blocking_store(void **state)
 	assert_int_equal(rc_release(&f->a, 8), 0);
 	assert_int_equal(rc_delete(&f->a, 8), 0);
 	assert_int_equal(rc_delete(&f->a, 9), 0);
+	assert_int_equal(used(f), 0);
+}
+
+/* Sends @msg (@len bytes, with @fd unless < 0) on @c until its socket stays full for 300 ms
+ * (the store stopped reading it: its reply to the last one found our socket full). Return:
+ * how many were sent. */
+static unsigned int fill_socket(struct rc_conn *c, const void *msg, size_t len, int fd)
+{
+	unsigned int sent = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		long rc = coffer__send_fds(c->fd, msg, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+
+		if (rc == (long)len) {
+			sent++;
+			continue;
+		}
+		assert_int_equal(rc, -EAGAIN);
+		if (poll(&p, 1, 300) == 0)
+			return sent;
+	}
+}
+
+/*
+ * More deferred socket replies than one REPLY holds, all due while the client's socket is
+ * full and one reply already waits in the store (tools/store.c: sess_send(),
+ * flush_sock_reps()): once the client reads, every request has exactly one reply - each
+ * waiting get, each immediate one, each QUERY - none lost, none twice. And a client that
+ * hangs up while the store holds a reply carrying an fd (CHANNEL_OPEN_REPLY's memfd) or a
+ * HELLO_REPLY (the store's own arena and index fds, by number) costs the store no fd, and
+ * the store serves on.
+ */
+static void test_deferred_replies_full_socket(void **state)
+{
+	enum { BATCHES = 3, CONTAINS = 10 };
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	static unsigned char seen[BATCHES * COFFER_MSG_BATCH_MAX + CONTAINS];
+	struct fx *f = *state;
+	struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	struct coffer_store_info info;
+	struct coffer_msg_hdr qh;
+	struct {
+		struct coffer_msg_hdr h;
+		struct coffer_chan_open o;
+	} co = {.o = {.ring_entries = 8}};
+	struct rc_conn c;
+	uint64_t first_tag = 0;
+	unsigned int i, b, n = 0, queries, query_replies = 0, replies = 0;
+	int fds0 = rc_count_fds(f->st.pid), efd;
+
+	assert_int_equal(rc_create(&f->b, 1, 4096, 0, NULL), 0);
+	for (b = 0; b < BATCHES; b++) {
+		for (i = 0; i < COFFER_MSG_BATCH_MAX; i++) {
+			rc_req_init(&f->a, &r[i], COFFER_OP_GET, 1);
+			r[i].timeout_us = -1;
+			if (n++ == 0)
+				first_tag = r[i].tag;
+		}
+		assert_int_equal(rc_batch(&f->a, r, COFFER_MSG_BATCH_MAX, NULL, 0, 0), 0);
+	}
+	for (i = 0; i < CONTAINS; i++, n++)
+		rc_req_init(&f->a, &r[i], COFFER_OP_CONTAINS, 2);
+	assert_int_equal(rc_batch(&f->a, r, CONTAINS, NULL, 0, 0), 0);
+	coffer__msg_hdr_init(&qh, COFFER_MSG_QUERY, 0, sizeof(qh));
+	queries = fill_socket(&f->a, &qh, sizeof(qh), -1);
+	assert_true(queries > 0);
+	/* every get's reply is due now, a's socket full */
+	assert_int_equal(rc_seal(&f->b, 1, COFFER_SEAL_RELEASE), 0);
+	while (query_replies < queries || replies < n) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		if (h.type == COFFER_MSG_QUERY_REPLY) {
+			query_replies++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		for (i = 0; i < h.count; i++) {
+			struct coffer_rep rep;
+			uint64_t k;
+
+			memcpy(&rep, buf + sizeof(h) + i * sizeof(rep), sizeof(rep));
+			k = rep.tag - first_tag;
+			assert_true(k < n);
+			assert_int_equal(seen[k], 0); /* not twice */
+			seen[k] = 1;
+			assert_int_equal(rep.status, 0);
+			replies++;
+		}
+	}
+	assert_int_equal(query_replies, queries);
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+
+	/* hang-ups with a reply held by the store: one carrying an fd, then a HELLO_REPLY */
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	coffer__msg_hdr_init(&co.h, COFFER_MSG_CHANNEL_OPEN, 0, sizeof(co));
+	assert_int_equal(rc_connect(&c, f->st.sock), 0);
+	assert_true(fill_socket(&c, &co, sizeof(co), efd) > 0);
+	rc_close(&c);
+	close(efd);
+	assert_int_equal(rc_connect_raw(&c, f->st.sock), 0);
+	assert_true(fill_socket(&c, &qh, sizeof(qh), -1) > 0);
+	coffer__msg_hdr_init(&qh, COFFER_MSG_HELLO, 0, sizeof(qh));
+	assert_int_equal(rc_send_raw(&c, &qh, sizeof(qh), NULL, 0), 0);
+	rc_close(&c);
+	for (i = 0; i < 500; i++) { /* closed clients are reaped asynchronously */
+		assert_int_equal(rc_query(&f->b, &info), 0);
+		if (info.clients == 2 && rc_count_fds(f->st.pid) == fds0)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(info.clients, 2);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0);
+	for (i = 0; i < BATCHES * COFFER_MSG_BATCH_MAX; i++)
+		assert_int_equal(rc_release(&f->a, 1), 0);
+	assert_int_equal(rc_delete(&f->a, 1), 0);
 	assert_int_equal(used(f), 0);
 }
 
@@ -1706,6 +1828,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_get_waits_without_blocking_store, setup16,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_deferred_replies_full_socket, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
