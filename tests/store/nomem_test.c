@@ -148,35 +148,16 @@ static void test_store_short_of_memory(void **state)
 	rmdir(g_dir);
 }
 
-/* Sends @len bytes of @msg (with @fd when >= 0) on @c, again and again, at most @max times,
- * without reading replies, until the store stops reading them (no room in the socket for a
- * second: it holds a reply the socket had no room for). Return: how many were sent; @max
- * means the store may not have stopped. */
-static unsigned int flood(struct rc_conn *c, const void *msg, size_t len, int fd, unsigned int max)
-{
-	unsigned int sent = 0;
-
-	while (sent < max) {
-		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-		long rc = coffer__send_fds(c->fd, msg, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-
-		if (rc == (long)len) {
-			sent++;
-			continue;
-		}
-		assert_int_equal(rc, -EAGAIN);
-		if (poll(&p, 1, 1000) == 0)
-			return sent;
-	}
-	return max;
-}
-
 static unsigned int flood_queries(struct rc_conn *c)
 {
 	struct coffer_msg_hdr h;
 
+	long n;
+
 	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
-	return flood(c, &h, sizeof(h), -1, UINT_MAX);
+	n = rc_flood(c, &h, sizeof(h), -1, 1000);
+	assert_true(n >= 0);
+	return (unsigned int)n;
 }
 
 static void test_full_socket_short_of_memory(void **state)
@@ -270,6 +251,7 @@ static void test_full_socket_out_of_fds(void **state)
 	const int reply_bytes =
 	    (int)(sizeof(struct coffer_msg_hdr) + sizeof(struct coffer_chan_open_reply));
 	unsigned int sent, opened = 0, refused = 0;
+	long n;
 	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), inq = 0;
 	FILE *f;
 
@@ -287,7 +269,9 @@ static void test_full_socket_out_of_fds(void **state)
 	f = fopen(g_nodup, "w");
 	assert_non_null(f);
 	fclose(f);
-	sent = flood(&a, &msg, sizeof(msg), efd, UINT_MAX);
+	n = rc_flood(&a, &msg, sizeof(msg), efd, 1000);
+	assert_true(n >= 0);
+	sent = (unsigned int)n;
 	/* what a has not read: only CHANNEL_OPEN_REPLYs, fewer than a connection's channels,
 	 * so the reply the store holds for want of room is one too (with its fd) */
 	assert_int_equal(ioctl(a.fd, SIOCINQ, &inq), 0);

@@ -250,6 +250,25 @@ long rc_recv_msg(struct rc_conn *c, void *buf, size_t cap, int *fds, unsigned in
 	return n;
 }
 
+long rc_flood(struct rc_conn *c, const void *msg, size_t len, int fd, int quiet_ms)
+{
+	long sent = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		long rc = coffer__send_fds(c->fd, msg, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+
+		if (rc == (long)len) {
+			sent++;
+			continue;
+		}
+		if (rc != -EAGAIN)
+			return rc < 0 ? rc : -EIO;
+		if (poll(&p, 1, quiet_ms) == 0)
+			return sent;
+	}
+}
+
 static void rc_unmap_index(struct rc_conn *c)
 {
 	if (c->index != NULL)

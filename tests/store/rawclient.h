@@ -108,6 +108,14 @@ int rc_send_raw(struct rc_conn *c, const void *buf, size_t len, const int *fds, 
 long rc_recv_msg(struct rc_conn *c, void *buf, size_t cap, int *fds, unsigned int *nfds,
 		 int timeout_ms);
 
+/**
+ * rc_flood() - send @msg (@len bytes, with @fd unless < 0) on @c again and again, reading no
+ * reply, until the socket stays full for @quiet_ms: the store stopped reading this client (a
+ * reply of its found our socket full and waits for room).
+ * Return: how many were sent (>= 0), or -errno of a send that failed otherwise than -EAGAIN.
+ */
+long rc_flood(struct rc_conn *c, const void *msg, size_t len, int fd, int quiet_ms);
+
 struct rc_chan {
 	struct rc_conn *c;
 	uint32_t id, entries;

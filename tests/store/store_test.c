@@ -296,27 +296,6 @@ static void test_get_waits_without_blocking_store(void **state)
 	assert_int_equal(used(f), 0);
 }
 
-/* Sends @msg (@len bytes, with @fd unless < 0) on @c until its socket stays full for 300 ms
- * (the store stopped reading it: its reply to the last one found our socket full). Return:
- * how many were sent. */
-static unsigned int fill_socket(struct rc_conn *c, const void *msg, size_t len, int fd)
-{
-	unsigned int sent = 0;
-
-	for (;;) {
-		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-		long rc = coffer__send_fds(c->fd, msg, len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-
-		if (rc == (long)len) {
-			sent++;
-			continue;
-		}
-		assert_int_equal(rc, -EAGAIN);
-		if (poll(&p, 1, 300) == 0)
-			return sent;
-	}
-}
-
 /*
  * More deferred socket replies than one REPLY holds, all due while the client's socket is
  * full and one reply already waits in the store (tools/store.c: sess_send(),
@@ -359,8 +338,9 @@ static void test_deferred_replies_full_socket(void **state)
 		rc_req_init(&f->a, &r[i], COFFER_OP_CONTAINS, 2);
 	assert_int_equal(rc_batch(&f->a, r, CONTAINS, NULL, 0, 0), 0);
 	coffer__msg_hdr_init(&qh, COFFER_MSG_QUERY, 0, sizeof(qh));
-	queries = fill_socket(&f->a, &qh, sizeof(qh), -1);
-	assert_true(queries > 0);
+	sent = rc_flood(&f->a, &qh, sizeof(qh), -1, 300);
+	assert_true(sent > 0);
+	queries = (unsigned int)sent;
 	/* every get's reply is due now, a's socket full */
 	assert_int_equal(rc_seal(&f->b, 1, COFFER_SEAL_RELEASE), 0);
 	while (query_replies < queries || replies < n) {
@@ -395,11 +375,11 @@ static void test_deferred_replies_full_socket(void **state)
 	assert_true(efd >= 0);
 	coffer__msg_hdr_init(&co.h, COFFER_MSG_CHANNEL_OPEN, 0, sizeof(co));
 	assert_int_equal(rc_connect(&c, f->st.sock), 0);
-	assert_true(fill_socket(&c, &co, sizeof(co), efd) > 0);
+	assert_true(rc_flood(&c, &co, sizeof(co), efd, 300) > 0);
 	rc_close(&c);
 	close(efd);
 	assert_int_equal(rc_connect_raw(&c, f->st.sock), 0);
-	assert_true(fill_socket(&c, &qh, sizeof(qh), -1) > 0);
+	assert_true(rc_flood(&c, &qh, sizeof(qh), -1, 300) > 0);
 	/* Not a blocking send: the store reads no more of this client (its reply waits for room
 	 * in our socket, which we never read), so a send that finds our socket full would wait
 	 * for good - the test hung so in CI. Mostly the HELLO fits (then the store holds its
