@@ -100,6 +100,11 @@
 #                 bsrange (reads start at any byte: no blocks can serve them) fails saying
 #                 so; before, the second read failed with ENOENT and its line blamed
 #                 eviction or a trim. Random reads of that shape still read the whole file
+#   index-latency a read the object index answers is copied inside commit: its copy must
+#                 count in clat (issue to completion), as a get's does, not in slat (start to
+#                 issue). 8 MiB blocks make the copy the largest part of either: clat's mean
+#                 is above slat's. Before, the issue time was stamped after the copy: slat
+#                 held it and clat was the wait for the next getevents (70 ns at the least)
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1025,8 +1030,34 @@ case_prefill_unaligned() {
 	say "$(grep -m1 'cannot serve' "$work/u.log")"
 }
 
+# Reads answered by the object index are copied inside commit. fio's issue time (this engine
+# sets it) must be stamped before that copy, so clat (issue to reap) holds the read as it
+# does for a get and for other engines, and slat (start to issue) only fio's own preparation.
+# 8 MiB blocks at iodepth 1 make the copy dwarf the rest: stamped after the copy (before the
+# fix), slat's mean was the copy's time and clat's a few microseconds of waiting for the reap.
+case_index_latency() {
+	local rc idx slat clat
+	start_store 256M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=lat --name=l --filename=l \
+		--rw=write --bs=8m --size=64m >"$work/w.log" 2>&1 || fail "write: $(cat "$work/w.log")"
+	for idx in 1 0; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace=lat --coffer_index=$idx \
+			--name=l --filename=l --rw=read --bs=8m --size=64m --loops=4 \
+			--output-format=json --output="$work/r$idx.json" >"$work/r$idx.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/r$idx.log"
+		[ "$rc" -eq 0 ] || fail "coffer_index=$idx: $(cat "$work/r$idx.log" "$work/r$idx.json")"
+		slat=$(jq '.jobs[0].read.slat_ns.mean | floor' "$work/r$idx.json")
+		clat=$(jq '.jobs[0].read.clat_ns.mean | floor' "$work/r$idx.json")
+		[ "$clat" -gt "$slat" ] ||
+			fail "coffer_index=$idx: 8 MiB reads' copy is not in clat: clat mean $clat ns, slat mean $slat ns"
+		say "coffer_index=$idx: 8 MiB reads, clat mean $clat ns > slat mean $slat ns"
+	done
+}
+
 case "$case_name" in
 exports) case_exports ;;
+index-latency) case_index_latency ;;
 prefill-unaligned) case_prefill_unaligned ;;
 fill-device) case_fill_device ;;
 create-only) case_create_only ;;
@@ -1064,7 +1095,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
