@@ -192,6 +192,13 @@ struct cf_req {
 	bool issued;		  /* read: fio's issue time set by cf_pend_index(), not commit */
 };
 
+/* What cf_open_file() did for a file already (cf_data.fstate[fileno]): each is done once per
+ * job, at the file's first open, not at the opens of later loops or of the verify phase. */
+enum {
+	CF_F_PREFILLED = 1, /* coffer_prefill created its missing blocks */
+	CF_F_CHECKED = 2,   /* allow_file_create=0: its first block was found in the store */
+};
+
 /* Per file state (fio_file->engine_data). */
 struct cf_file {
 	uint8_t prefix[CF_PREFIX_SIZE]; /* names the file's blocks (coffer_oid.h) */
@@ -231,7 +238,7 @@ struct cf_data {
 	bool resv_sized;	      /* resv_max fitted to the store (cf_resv_fit()) */
 	uint64_t resv_bytes;	      /* size of each reserved block (the job's write bs) */
 	struct cf_op *rop_free;	      /* idle reserve events */
-	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
+	unsigned char *fstate;	      /* per fileno: CF_F_* flags */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
 	uint32_t *wt_count;   /* writes and trims queued and not done, per hash of their block */
@@ -1289,7 +1296,7 @@ static void cf_cleanup(struct thread_data *td)
 		coffer_disconnect(cd->conn);
 	if (cd->runtime_up)
 		coffer_fini();
-	free(cd->prefilled);
+	free(cd->fstate);
 	free(cd->events);
 	free(cd->queued);
 	free(cd->reqs);
@@ -1841,26 +1848,49 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
 		f->real_file_size = f->file_offset + f->io_size;
 
-	if (cd->prefill && td_read(td)) {
-		if (!cd->prefilled) {
-			cd->nr_files = td->files_index;
-			cd->prefilled = calloc(cd->nr_files ? cd->nr_files : 1, 1);
-			if (!cd->prefilled) {
-				td_verror(td, ENOMEM, "coffer prefill");
-				return 1;
-			}
+	if (!cd->fstate) {
+		cd->nr_files = td->files_index;
+		cd->fstate = calloc(cd->nr_files ? cd->nr_files : 1, 1);
+		if (!cd->fstate) {
+			td_verror(td, ENOMEM, "coffer open_file");
+			return 1;
 		}
-		if (f->fileno >= 0 && (unsigned int)f->fileno < cd->nr_files &&
-		    !cd->prefilled[f->fileno]) {
-			rc = cf_prefill(td, cd, f, cff);
-			if (rc < 0) {
-				log_err("fio: coffer: prefill of %s failed: %s\n", f->file_name,
-					cf_strerror(rc));
-				td_verror(td, -rc, "coffer prefill");
-				return 1;
-			}
-			cd->prefilled[f->fileno] = 1;
+	}
+	if (f->fileno < 0 || (unsigned int)f->fileno >= cd->nr_files)
+		return 0;
+	/*
+	 * allow_file_create=0: psync fails a job whose file does not exist ("file creation
+	 * disallowed"); the store keeps no file, so a file exists here when its first block
+	 * (where the job starts in it) is sealed in the store. Checked before a prefill, which
+	 * would create it. Before, the option was ignored: the job wrote a new file, or read
+	 * zeros or failed with ENOENT.
+	 */
+	if (!td->o.allow_create && !(cd->fstate[f->fileno] & CF_F_CHECKED)) {
+		struct coffer_oid oid;
+		bool present = false;
+
+		cf_block_oid(cff, f->file_offset, &oid);
+		rc = coffer_obj_contains(cd->conn, &oid, &present, NULL);
+		if (rc < 0 || !present) {
+			log_err("fio: coffer: %s has no block at offset %llu in the store%s%s, and "
+				"allow_file_create=0 forbids creating the file (as psync does a "
+				"file that does not exist)\n",
+				f->file_name, (unsigned long long)f->file_offset,
+				rc < 0 ? ": " : "", rc < 0 ? cf_strerror(rc) : "");
+			td_verror(td, rc < 0 ? -rc : ENOENT, "allow_file_create");
+			return 1;
 		}
+		cd->fstate[f->fileno] |= CF_F_CHECKED;
+	}
+	if (cd->prefill && td_read(td) && !(cd->fstate[f->fileno] & CF_F_PREFILLED)) {
+		rc = cf_prefill(td, cd, f, cff);
+		if (rc < 0) {
+			log_err("fio: coffer: prefill of %s failed: %s\n", f->file_name,
+				cf_strerror(rc));
+			td_verror(td, -rc, "coffer prefill");
+			return 1;
+		}
+		cd->fstate[f->fileno] |= CF_F_PREFILLED;
 	}
 	return 0;
 }

@@ -105,6 +105,11 @@
 #                 issue). 8 MiB blocks make the copy the largest part of either: clat's mean
 #                 is above slat's. Before, the issue time was stamped after the copy: slat
 #                 held it and clat was the wait for the next getevents (70 ns at the least)
+#   allow-create  allow_file_create=0 fails a job (read or write, and with coffer_prefill=1)
+#                 whose file has no block in the store where it starts, saying so, and
+#                 writes nothing, as psync fails one whose file does not exist; once the
+#                 file was written, the same jobs run. Before, the option was ignored: the
+#                 write job created the file, the read job read zeros, and both exited 0
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1055,8 +1060,33 @@ case_index_latency() {
 	done
 }
 
+case_allow_create() {
+	local rc shape
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	for shape in "--rw=write" "--rw=read --coffer_missing=zeros" "--rw=randread --coffer_prefill=1"; do
+		# shellcheck disable=SC2086 # the shape is several options
+		fails_saying "$work/a.log" "coffer: ac has no block at offset 0 in the store, and allow_file_create=0" \
+			--coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+			--bs=4k --size=64k --allow_file_create=0 $shape
+		"$block" "$sock" busy ac 0 exists && fail "$shape with allow_file_create=0 created the file"
+	done
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+		--rw=write --bs=4k --size=64k >"$work/w.log" 2>&1 || fail "write: $(cat "$work/w.log")"
+	for shape in "--rw=randwrite --verify=crc32c" "--rw=read --loops=2"; do
+		# shellcheck disable=SC2086
+		fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+			--bs=4k --size=64k --allow_file_create=0 $shape >"$work/e.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/e.log"
+		[ "$rc" -eq 0 ] || fail "$shape on a written file: $(cat "$work/e.log")"
+	done
+	say "$(grep -m1 'allow_file_create=0' "$work/a.log")"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+allow-create) case_allow_create ;;
 index-latency) case_index_latency ;;
 prefill-unaligned) case_prefill_unaligned ;;
 fill-device) case_fill_device ;;
@@ -1095,7 +1125,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
