@@ -110,6 +110,13 @@
 #                 writes nothing, as psync fails one whose file does not exist; once the
 #                 file was written, the same jobs run. Before, the option was ignored: the
 #                 write job created the file, the read job read zeros, and both exited 0
+#   prefill-runtime  the prefill is not the job's I/O: with block 0 held unsealed by another
+#                 client for 4 s (the prefill waits for it), a time-based 1 s randread job
+#                 still reads for its second and reports a runtime well under the 4 s
+#                 wait; before, the prefill ran at the file's first open inside the job's
+#                 clocks: its runtime was over when it ended (1 read, ~2.5-3.5 s of
+#                 job runtime). With create_serialize=0 (fio sets files up in the job) it
+#                 stays timed, as documented
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1084,8 +1091,32 @@ case_allow_create() {
 	say "$(grep -m1 'allow_file_create=0' "$work/a.log")"
 }
 
+# The prefill runs before fio starts the job's clocks (post_init), as psync's file layout
+# does, not at the file's first open inside them. Another client holds block 0 unsealed for
+# 4 s, so the prefill lasts about that long: a job of 1 s (time_based) must still read
+# for its runtime and report a runtime well below those 4 s.
+case_prefill_runtime() {
+	local rc ios ms
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	hold_block timed 4000
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 --name=r \
+		--filename=timed --rw=randread --bs=4k --size=1m --iodepth=8 --time_based=1 \
+		--runtime=1 --output-format=json --output="$work/r.json" >"$work/r.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "the job failed: $(cat "$work/r.log" "$work/r.json")"
+	ios=$(jq '.jobs[0].read.total_ios' "$work/r.json")
+	ms=$(jq '.jobs[0].job_runtime' "$work/r.json")
+	[ "$ms" -lt 2500 ] || fail "the prefill's 4 s wait was timed as the job's I/O: runtime $ms ms, $ios reads"
+	[ "$ios" -gt 64 ] || fail "the job did not read for its runtime: $ios reads in $ms ms"
+	say "a prefill that waited 4 s left the job its 1 s of reads: $ios reads in $ms ms"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
 index-latency) case_index_latency ;;
 prefill-unaligned) case_prefill_unaligned ;;
@@ -1125,7 +1156,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|prefill-runtime|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
