@@ -117,6 +117,11 @@
 #                 clocks: its runtime was over when it ended (1 read, ~2.5-3.5 s of
 #                 job runtime). With create_serialize=0 (fio sets files up in the job) it
 #                 stays timed, as documented
+#   put-number-ios  a job that stops at number_ios=4 writes reserves no more blocks than
+#                 those 4: over a 7 MiB file written before in an 8 MiB store, the whole
+#                 file still reads back after it, with coffer_put=1 as with 0. Before, the
+#                 pool reserved 32 blocks of 64 KiB (sized by size=2m, not number_ios=),
+#                 which are not evictable, and evicted the file's first blocks: ENOENT
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1114,8 +1119,35 @@ case_prefill_runtime() {
 	say "a prefill that waited 4 s left the job its 1 s of reads: $ios reads in $ms ms"
 }
 
+# Reserved blocks are not evictable: a job must not reserve more than it will write. fio
+# stops a job at number_ios= too, not only at size= or io_size=.
+case_put_number_ios() {
+	local put rc
+	for put in 0 1; do
+		# a store of its own each: another file's older blocks would be evicted first
+		start_store 8M
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --name=n --rw=write \
+			--bs=64k --size=7m --iodepth=16 >"$work/w$put.log" 2>&1 ||
+			fail "writing the file: $(cat "$work/w$put.log")"
+		# 4 writes into its first 2 MiB: the pool may hold 2 x iodepth blocks, no more
+		# than the job writes, and the 7 MiB already there leave room for 4, not 32
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --coffer_put=$put \
+			--name=n --rw=randwrite --bs=64k --size=2m --iodepth=16 --number_ios=4 \
+			>"$work/n$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/n$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put number_ios=4: $(cat "$work/n$put.log")"
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --name=n --rw=read \
+			--bs=64k --size=7m --iodepth=16 >"$work/r$put.log" 2>&1 ||
+			fail "coffer_put=$put: the file lost blocks to a job of 4 writes: $(grep -m1 'fio: coffer' "$work/r$put.log")"
+		coffer_store_stop
+	done
+	say "4 writes (number_ios=4) into a 7 MiB file in an 8 MiB store left every block readable, by create + seal and by put"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+put-number-ios) case_put_number_ios ;;
 prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
 index-latency) case_index_latency ;;
@@ -1156,7 +1188,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|prefill-runtime|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|put-number-ios|prefill-runtime|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
