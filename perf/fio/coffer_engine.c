@@ -38,7 +38,8 @@
  *    on the retry list like a second stage;
  *  - commit launches the noted reads, flushes the batch with coffer_flush() - one doorbell
  *    for everything queued - and accounts the submitted io_us (issue time, io_u_queued,
- *    io_u_mark_submit);
+ *    io_u_mark_submit; a read the object index answered was stamped before its copy,
+ *    cf_pend_index);
  *  - getevents polls the EQ; while I/O is in flight it polls without sleeping (yielding the
  *    CPU between polls) for up to coffer_spin_us (default 50 us) per call, then sleeps on the
  *    EQ: a batch comes back within microseconds while the store is awake, and a sleep costs
