@@ -452,13 +452,16 @@ case_missing() {
 	[ "$rc" -eq 0 ] || fail "coffer_prefill=1: $(cat "$work/p.log" "$work/p.json")"
 	[ "$(jq '.jobs[0].read.io_bytes' "$work/p.json")" -eq $((4 << 20)) ] ||
 		fail "coffer_prefill=1: not every block was read"
-	# prefill into a store too small for the jobs' data set (two jobs of 100 MiB, 128 MiB
+	# prefill into a store too small for the jobs' data set (64 MiB and 128 MiB, 128 MiB
 	# store): the second job's prefill evicts the first's blocks; the line must blame
-	# eviction and the store's size, not advise coffer_prefill=1, which the job sets
+	# eviction and the store's size, not advise coffer_prefill=1, which the job sets. The
+	# first job reads slowly (100 reads/s, up to 10 s) and the second starts 1 s later, so
+	# its prefill falls among the first's reads: two jobs of 100 MiB at full speed, as
+	# before, let the first finish its reads before the eviction in about 1 run of 4
+	printf '[global]\nrw=randread\nbs=64k\niodepth=8\n[s]\nsize=64m\nrate_iops=100\nruntime=20\n[t]\nsize=128m\nstartdelay=1\n' >"$work/small.fio"
 	fails_saying "$work/p2.log" \
-		"coffer: read of .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
-		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 --name=s \
-		--rw=randread --bs=64k --size=100m --numjobs=2 --iodepth=8
+		"coffer: read of s.0.0 .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
+		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 "$work/small.fio"
 	grep -q "set coffer_prefill=1" "$work/p2.log" &&
 		fail "coffer_prefill=1 set, yet the line advises it: $(cat "$work/p2.log")"
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
