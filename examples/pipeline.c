@@ -102,6 +102,9 @@ static int expect_(int rc, const char *call, int line, const int *doc, const int
 #define DOC_GET	    L(-EINVAL, -ENOENT, -ENOMEM, -ENOTCONN, -EAGAIN, -EPROTO, CHAN_ERRS)
 #define DOC_RELEASE L(-EINVAL, -ENOENT, -ENOTCONN, -EAGAIN, CHAN_ERRS)
 #define DOC_DELETE  L(-EINVAL, -ENOENT, -EBUSY, -ENOTCONN, -EAGAIN, CHAN_ERRS)
+#define DOC_BULK    L(-EINVAL, -ENOTCONN, -EAGAIN, -ENOMEM, CHAN_ERRS)
+#define DOC_BUFST   L(-ENOENT, -ENOMEM, -EPROTO, -ENOTCONN)
+#define DOC_RELBULK L(-ENOENT, -EINVAL, -ENOTCONN, -EAGAIN, -ENOMEM, CHAN_ERRS)
 #define DOC_READ    L(-EINVAL, -ENOTCONN, -EAGAIN, -EPROTO)
 #define DOC_OPEN    L(-EINVAL, -ENOENT, -ENOTCONN, -ENOMEM, -ENOSPC)
 #define DOC_CLOSE   L(-ENOENT, -EINVAL)
@@ -110,15 +113,16 @@ static int expect_(int rc, const char *call, int line, const int *doc, const int
 
 /* What the processes share (an anonymous shared mapping made before the forks). */
 struct shared {
-	_Atomic int sealed;	  /* objects 0..sealed-1 have been sealed */
-	_Atomic int pos[MAXC];	  /* the ID each consumer works on */
-	_Atomic int dead[MAXC];	  /* killed on purpose */
-	_Atomic int victim_ready; /* consumer 0 holds an object and waits on a get */
-	_Atomic int victim_holds; /* the ID it holds */
+	_Atomic int sealed;	   /* objects 0..sealed-1 have been sealed */
+	_Atomic int pos[MAXC];	   /* the ID each consumer works on */
+	_Atomic int dead[MAXC];	   /* killed on purpose */
+	_Atomic int in_bulk[MAXC]; /* in a get_bulk chunk: holds nothing yet, do not wait */
+	_Atomic int victim_ready;  /* consumer 0 holds an object and waits on a get */
+	_Atomic int victim_holds;  /* the ID it holds */
 	_Atomic uint8_t deleted[MAXN];
 	_Atomic uint8_t holding[MAXC][MAXN];
 	_Atomic long verified[MAXC], missing[MAXC], waited[MAXC], held_deleted[MAXC],
-	    index_reads[MAXC];
+	    index_reads[MAXC], bulk_got[MAXC];
 	_Atomic long enomem_retries, deletes, deletes_missing, bytes_written;
 };
 
@@ -246,8 +250,9 @@ static void disconnect_store(coffer_handle_t conn)
 static int all_hold(unsigned int j)
 {
 	for (unsigned int c = 0; c < ncons; c++)
-		if (c != ncons - 1 && !atomic_load(&sh->holding[c][j]) &&
-		    atomic_load(&sh->pos[c]) <= (int)j && !atomic_load(&sh->dead[c]))
+		if (c != ncons - 1 && !atomic_load(&sh->in_bulk[c]) &&
+		    !atomic_load(&sh->holding[c][j]) && atomic_load(&sh->pos[c]) <= (int)j &&
+		    !atomic_load(&sh->dead[c]))
 			return 0;
 	return 1;
 }
@@ -365,6 +370,81 @@ static _Noreturn void become_victim(coffer_handle_t conn, coffer_handle_t eq, un
 		pause();
 }
 
+/*
+ * Plasma's Get of a list: CHUNK IDs from @first in one get_bulk. The IDs sealed already are
+ * asked without waiting (a blocking call: one of them may be evicted, and a wait for it would
+ * last the whole timeout); the others wait for their seal, on the EQ. What was found is
+ * released in one release_data_bulk.
+ */
+#define CHUNK 16
+static void consume_bulk(unsigned int c, coffer_handle_t conn, coffer_handle_t eq,
+			 struct coffer_event *ev, unsigned int first)
+{
+	struct coffer_oid oids[CHUNK], found[CHUNK];
+	struct coffer_obj_buf bufs[CHUNK];
+	const void *ptrs[CHUNK];
+	int deleted_before[CHUNK];
+	unsigned int nfound = 0, split, k;
+	int sealed = atomic_load(&sh->sealed);
+
+	atomic_store(&sh->in_bulk[c], 1);
+	atomic_store(&sh->pos[c], (int)first);
+	if (sealed <= (int)first)
+		split = 0;
+	else if (sealed >= (int)(first + CHUNK))
+		split = CHUNK;
+	else
+		split = (unsigned int)sealed - first;
+	memset(bufs, 0, sizeof(bufs));
+	for (k = 0; k < CHUNK; k++) {
+		oids[k] = oid_of(first + k);
+		deleted_before[k] = atomic_load(&sh->deleted[first + k]);
+	}
+	if (split > 0)
+		EXPECT(coffer_obj_get_bulk(conn, oids, split, 0, bufs, NULL), DOC_BULK, NONE);
+	if (split < CHUNK) {
+		EXPECT(coffer_obj_get_bulk(conn, oids + split, CHUNK - split, WAIT_US, bufs + split,
+					   ev),
+		       DOC_BULK, NONE);
+		EXPECT(reap(eq, ev), DOC_BULK, NONE);
+	}
+	for (k = 0; k < CHUNK; k++) {
+		unsigned int i = first + k;
+		int rc = EXPECT(bufs[k].status, DOC_BUFST, L(-ENOENT));
+		if (rc == -ENOENT) {
+			if (k >= split && atomic_load(&sh->sealed) <= (int)i)
+				DIE("object %u not sealed within %lld s", i, WAIT_US / 1000000);
+			if (bufs[k].data != NULL)
+				DIE("get_bulk: missing object %u has a data pointer", i);
+			atomic_fetch_add(&sh->missing[c], 1);
+			continue;
+		}
+		if (deleted_before[k])
+			DIE("get_bulk of %u after its delete succeeded", i);
+		if (bufs[k].size != size_of(i))
+			DIE("object %u: size %" PRIu64 ", wrote %" PRIu64, i, bufs[k].size,
+			    size_of(i));
+		int64_t bad = check(i, bufs[k].data, bufs[k].size);
+		if (bad >= 0)
+			DIE("get_bulk: object %u: GARBAGE at byte %" PRId64, i, bad);
+		atomic_fetch_add(&sh->verified[c], 1);
+		atomic_fetch_add(&sh->bulk_got[c], 1);
+		if (k >= split)
+			atomic_fetch_add(&sh->waited[c], 1);
+		found[nfound] = oids[k];
+		ptrs[nfound++] = bufs[k].data;
+	}
+	/* the held objects among them: the producer deletes them, the bytes must stay */
+	for (k = 0; k < CHUNK; k++)
+		if (held_obj(first + k) && bufs[k].status == 0)
+			hold_across_delete(c, first + k, bufs[k].data, bufs[k].size);
+	if (nfound > 0)
+		EXPECT(coffer_obj_release_data_bulk(conn, found, ptrs, nfound, NULL), DOC_RELBULK,
+		       NONE);
+	atomic_store(&sh->pos[c], (int)(first + CHUNK));
+	atomic_store(&sh->in_bulk[c], 0);
+}
+
 static int consumer(unsigned int c)
 {
 	static char whobuf[32];
@@ -398,6 +478,13 @@ static int consumer(unsigned int c)
 	}
 
 	for (unsigned int i = 0; i < nobj; i++) {
+		/* the middle consumers take every third chunk of IDs with one get_bulk */
+		if (c != 0 && c != ncons - 1 && i % CHUNK == 0 && i + CHUNK <= nobj &&
+		    (i / CHUNK + c) % 3 == 0) {
+			consume_bulk(c, conn, eq, &ev, i);
+			i += CHUNK - 1;
+			continue;
+		}
 		struct coffer_oid oid = oid_of(i);
 		int by_eq = (int)((i + c) % 2), rc;
 		int deleted_before = atomic_load(&sh->deleted[i]);
@@ -555,13 +642,14 @@ static void final_check(void)
 	if (info.evictions == 0 || sh->missing[ncons - 1] <= sh->deletes + sh->deletes_missing)
 		DIE("nothing was evicted: the arena (%" PRIu64 " bytes) is too large for the test",
 		    info.capacity_bytes);
-	long v = 0, m = 0, w = 0, h = 0, x = 0;
+	long v = 0, m = 0, w = 0, h = 0, x = 0, b = 0;
 	for (unsigned int c = 0; c < ncons; c++) {
 		v += sh->verified[c];
 		m += sh->missing[c];
 		w += sh->waited[c];
 		h += sh->held_deleted[c];
 		x += sh->index_reads[c];
+		b += sh->bulk_got[c];
 		if (c > 0 && sh->verified[c] == 0)
 			DIE("consumer %u verified nothing", c);
 		/* nothing is created after the producer is done, so nothing is evicted either */
@@ -569,16 +657,19 @@ static void final_check(void)
 			DIE("the late consumer read %ld objects, %ld were left",
 			    (long)sh->verified[c], left);
 	}
+	if (b == 0)
+		DIE("no object read through get_bulk");
 	if (h == 0 || w == 0)
 		DIE("no object held across its delete (%ld) or no get waited for a seal (%ld)", h,
 		    w);
 	printf("pipeline: %u objects (%.1f MiB) to %u consumers over a %" PRIu64
-	       " MiB arena: %ld verified (%ld waited for their seal, %ld held across their "
+	       " MiB arena: %ld verified (%ld by get_bulk, %ld waited for their seal, %ld held "
+	       "across their "
 	       "delete, %ld index reads), %ld missing (evicted or deleted), %" PRIu64
 	       " evictions, %ld create -ENOMEM retries, %ld deletes (%ld found evicted), "
 	       "%ld left at the end; consumer 0 killed holding object %d\n",
-	       nobj, (double)sh->bytes_written / (1 << 20), ncons, info.capacity_bytes >> 20, v, w,
-	       h, x, m, info.evictions, (long)sh->enomem_retries, (long)sh->deletes,
+	       nobj, (double)sh->bytes_written / (1 << 20), ncons, info.capacity_bytes >> 20, v, b,
+	       w, h, x, m, info.evictions, (long)sh->enomem_retries, (long)sh->deletes,
 	       (long)sh->deletes_missing, left, (int)sh->victim_holds);
 	disconnect_store(conn);
 }
