@@ -12,8 +12,12 @@
  *             get of it must then fail with -ENOENT at once. A create that finds the arena
  *             pinned (-ENOMEM) is retried.
  *   consumers read every ID in order, most before the producer created them (get with a
- *             timeout: the store waits, Plasma's Get); blocking gets by handle and EQ gets by
- *             ObjectID alternate, small objects are also read through the object index.
+ *             timeout: the store waits, Plasma's Get; asked again each second, so that an ID
+ *             sealed and evicted before the wait began costs one second, not the whole
+ *             wait); blocking gets by handle and EQ gets by ObjectID alternate, the middle
+ *             consumers take every third chunk of 16 IDs with one get_bulk (Plasma's Get of
+ *             a list) and release it with one release_data_bulk, and small objects are also
+ *             read through the object index.
  *             Every byte is checked against the producer's generator; an ID that was evicted
  *             or deleted before the consumer got to it must give -ENOENT, never other bytes.
  *             A held object stays readable, byte for byte, after the producer deleted it,
@@ -51,6 +55,7 @@
 #define MAXN	  4096
 #define BIG	  (64ull << 20)
 #define WAIT_US	  (60ll * 1000 * 1000) /* a consumer's wait for an ID not sealed yet */
+#define SLICE_US  1000000	       /* ... asked again after each SLICE_US */
 #define HOLD_SECS 10		       /* the producer's wait for holders before a delete */
 #define LONG_SECS 120		       /* waits that only a broken run reaches */
 
@@ -117,6 +122,7 @@ struct shared {
 	_Atomic int pos[MAXC];	   /* the ID each consumer works on */
 	_Atomic int dead[MAXC];	   /* killed on purpose */
 	_Atomic int in_bulk[MAXC]; /* in a get_bulk chunk: holds nothing yet, do not wait */
+	_Atomic int started[MAXC]; /* asked for object 0 before it was sealed */
 	_Atomic int victim_ready;  /* consumer 0 holds an object and waits on a get */
 	_Atomic int victim_holds;  /* the ID it holds */
 	_Atomic uint8_t deleted[MAXN];
@@ -323,7 +329,14 @@ static int producer(void)
 	who = "producer";
 	EXPECT(coffer_eq_create(&eq), DOC_EQ, NONE);
 	EXPECT(coffer_event_init(&ev, eq, NULL), DOC_EQ, NONE);
-	nap_ms(100); /* let the consumers' first gets wait for IDs that do not exist yet */
+	/* the consumers' first gets ask for an ID that does not exist yet */
+	double end = now() + LONG_SECS;
+	for (unsigned int c = 0; c + 1 < ncons; c++)
+		while (!atomic_load(&sh->started[c]))
+			if (now() > end)
+				DIE("consumer %u did not start within %d s", c, LONG_SECS);
+			else
+				nap_ms(1);
 	for (unsigned int i = 0; i < nobj; i++) {
 		produce_one(conn, eq, &ev, i);
 		if (held_obj(i))
@@ -371,49 +384,71 @@ static _Noreturn void become_victim(coffer_handle_t conn, coffer_handle_t eq, un
 }
 
 /*
- * Plasma's Get of a list: CHUNK IDs from @first in one get_bulk. The IDs sealed already are
- * asked without waiting (a blocking call: one of them may be evicted, and a wait for it would
- * last the whole timeout); the others wait for their seal, on the EQ. What was found is
- * released in one release_data_bulk.
+ * Plasma's Get of a list: CHUNK IDs from @first through get_bulk, in rounds. In each round
+ * the IDs sealed already are asked without waiting (a blocking call: one of them may have
+ * been evicted, and a wait for it would last the whole timeout), the others wait for their
+ * seal for up to SLICE_US, on the EQ; an ID that was sealed while its wait ran out is asked
+ * once more without waiting. What was found is released in one release_data_bulk.
  */
 #define CHUNK 16
 static void consume_bulk(unsigned int c, coffer_handle_t conn, coffer_handle_t eq,
 			 struct coffer_event *ev, unsigned int first)
 {
-	struct coffer_oid oids[CHUNK], found[CHUNK];
-	struct coffer_obj_buf bufs[CHUNK];
+	struct coffer_oid oids[CHUNK], found[CHUNK], ask[CHUNK];
+	struct coffer_obj_buf bufs[CHUNK], got[CHUNK];
 	const void *ptrs[CHUNK];
-	int deleted_before[CHUNK];
-	unsigned int nfound = 0, split, k;
-	int sealed = atomic_load(&sh->sealed);
+	int deleted_before[CHUNK], done[CHUNK], waited[CHUNK];
+	unsigned int nfound = 0, k, todo = CHUNK;
+	double end = now() + WAIT_US / 1e6;
 
 	atomic_store(&sh->in_bulk[c], 1);
 	atomic_store(&sh->pos[c], (int)first);
-	if (sealed <= (int)first)
-		split = 0;
-	else if (sealed >= (int)(first + CHUNK))
-		split = CHUNK;
-	else
-		split = (unsigned int)sealed - first;
 	memset(bufs, 0, sizeof(bufs));
 	for (k = 0; k < CHUNK; k++) {
 		oids[k] = oid_of(first + k);
 		deleted_before[k] = atomic_load(&sh->deleted[first + k]);
+		done[k] = waited[k] = 0;
 	}
-	if (split > 0)
-		EXPECT(coffer_obj_get_bulk(conn, oids, split, 0, bufs, NULL), DOC_BULK, NONE);
-	if (split < CHUNK) {
-		EXPECT(coffer_obj_get_bulk(conn, oids + split, CHUNK - split, WAIT_US, bufs + split,
-					   ev),
-		       DOC_BULK, NONE);
-		EXPECT(reap(eq, ev), DOC_BULK, NONE);
+	while (todo > 0) {
+		int sealed = atomic_load(&sh->sealed);
+		atomic_store(&sh->started[c], 1);
+		unsigned int idx[CHUNK], n0 = 0, n = 0;
+
+		/* the sealed ones first (a prefix: seals come in ID order), then the others */
+		for (k = 0; k < CHUNK; k++)
+			if (!done[k] && (int)(first + k) < sealed)
+				idx[n0++] = k;
+		n = n0;
+		for (k = 0; k < CHUNK; k++)
+			if (!done[k] && (int)(first + k) >= sealed)
+				idx[n++] = k;
+		for (k = 0; k < n; k++)
+			ask[k] = oids[idx[k]];
+		memset(got, 0, sizeof(got));
+		if (n0 > 0)
+			EXPECT(coffer_obj_get_bulk(conn, ask, n0, 0, got, NULL), DOC_BULK, NONE);
+		if (n > n0) {
+			EXPECT(coffer_obj_get_bulk(conn, ask + n0, n - n0, SLICE_US, got + n0, ev),
+			       DOC_BULK, NONE);
+			EXPECT(reap(eq, ev), DOC_BULK, NONE);
+		}
+		for (k = 0; k < n; k++) {
+			unsigned int j = idx[k];
+			int rc = EXPECT(got[k].status, DOC_BUFST, L(-ENOENT));
+			if (rc == 0 || k < n0) { /* found, or missing after its seal: final */
+				bufs[j] = got[k];
+				done[j] = 1;
+				waited[j] = k >= n0;
+				todo--;
+			} else if (now() > end) {
+				DIE("object %u not sealed within %lld s", first + j,
+				    WAIT_US / 1000000);
+			}
+		}
 	}
 	for (k = 0; k < CHUNK; k++) {
 		unsigned int i = first + k;
-		int rc = EXPECT(bufs[k].status, DOC_BUFST, L(-ENOENT));
-		if (rc == -ENOENT) {
-			if (k >= split && atomic_load(&sh->sealed) <= (int)i)
-				DIE("object %u not sealed within %lld s", i, WAIT_US / 1000000);
+		if (bufs[k].status == -ENOENT) {
 			if (bufs[k].data != NULL)
 				DIE("get_bulk: missing object %u has a data pointer", i);
 			atomic_fetch_add(&sh->missing[c], 1);
@@ -429,7 +464,7 @@ static void consume_bulk(unsigned int c, coffer_handle_t conn, coffer_handle_t e
 			DIE("get_bulk: object %u: GARBAGE at byte %" PRId64, i, bad);
 		atomic_fetch_add(&sh->verified[c], 1);
 		atomic_fetch_add(&sh->bulk_got[c], 1);
-		if (k >= split)
+		if (waited[k])
 			atomic_fetch_add(&sh->waited[c], 1);
 		found[nfound] = oids[k];
 		ptrs[nfound++] = bufs[k].data;
@@ -489,25 +524,36 @@ static int consumer(unsigned int c)
 		int by_eq = (int)((i + c) % 2), rc;
 		int deleted_before = atomic_load(&sh->deleted[i]);
 		int sealed_before = atomic_load(&sh->sealed) > (int)i;
-		int64_t timeout = sealed_before ? 0 : WAIT_US;
+		int64_t timeout = sealed_before ? 0 : SLICE_US;
+		atomic_store(&sh->started[c], 1);
 		coffer_handle_t oh = COFFER_HANDLE_NULL;
+		double end = now() + WAIT_US / 1e6;
 
 		atomic_store(&sh->pos[c], (int)i);
-		rd = NULL;
-		size = 0;
-		if (!by_eq) {
+		if (!by_eq)
 			EXPECT(coffer_obj_open(conn, &oid, 0, &oh), DOC_OPEN, NONE);
-			rc = EXPECT(coffer_obj_get(oh, timeout, &rd, &size, NULL), DOC_GET,
-				    L(-ENOENT));
-		} else {
-			EXPECT(coffer_obj_get_oid(conn, &oid, timeout, &rd, &size, &ev), DOC_GET,
-			       NONE);
-			rc = EXPECT(reap(eq, &ev), DOC_GET, L(-ENOENT));
+		for (;;) {
+			rd = NULL;
+			size = 0;
+			if (!by_eq) {
+				rc = EXPECT(coffer_obj_get(oh, timeout, &rd, &size, NULL), DOC_GET,
+					    L(-ENOENT));
+			} else {
+				EXPECT(coffer_obj_get_oid(conn, &oid, timeout, &rd, &size, &ev),
+				       DOC_GET, NONE);
+				rc = EXPECT(reap(eq, &ev), DOC_GET, L(-ENOENT));
+			}
+			if (rc == 0 || timeout == 0)
+				break;
+			/* sealed while the wait ran out, or evicted before it began: ask once
+			 * more without waiting; not sealed yet: wait again */
+			if (atomic_load(&sh->sealed) > (int)i)
+				timeout = 0;
+			else if (now() > end)
+				DIE("object %u not sealed within %lld s", i, WAIT_US / 1000000);
 		}
 		if (rc == -ENOENT) {
-			/* evicted or deleted before we asked: fine, unless it never came */
-			if (!sealed_before && atomic_load(&sh->sealed) <= (int)i)
-				DIE("object %u not sealed within %lld s", i, WAIT_US / 1000000);
+			/* evicted or deleted before we asked */
 			if (rd != NULL)
 				DIE("failed get of %u set the data pointer", i);
 			atomic_fetch_add(&sh->missing[c], 1);
@@ -671,6 +717,15 @@ static void final_check(void)
 	       nobj, (double)sh->bytes_written / (1 << 20), ncons, info.capacity_bytes >> 20, v, b,
 	       w, h, x, m, info.evictions, (long)sh->enomem_retries, (long)sh->deletes,
 	       (long)sh->deletes_missing, left, (int)sh->victim_holds);
+	for (unsigned int c = 0; c < ncons; c++)
+		printf("  consumer %u%s: %ld verified, %ld missing, %ld waited, %ld held across a "
+		       "delete, %ld by get_bulk\n",
+		       c,
+		       c == 0		? " (killed)"
+		       : c == ncons - 1 ? " (late)"
+					: "",
+		       (long)sh->verified[c], (long)sh->missing[c], (long)sh->waited[c],
+		       (long)sh->held_deleted[c], (long)sh->bulk_got[c]);
 	disconnect_store(conn);
 }
 
