@@ -23,7 +23,7 @@
  *             A held object stays readable, byte for byte, after the producer deleted it,
  *             until the consumer releases it. The last consumer starts only when the
  *             producer has finished, so most of its gets find their object evicted.
- *   victim    consumer 0 is killed (SIGKILL) mid-way while it holds an object and has a get
+ *   victim    consumer 0 is killed (SIGKILL) mid-way while it holds a 5 or 64 MiB object and a get
  *             waiting forever on an ID nobody creates.
  *   parent    checks every exit status, then connects, deletes what is left and checks that
  *             the store holds nothing (no object, no byte, one client: itself) and evicted.
@@ -571,7 +571,7 @@ static int consumer(unsigned int c)
 				atomic_fetch_add(&sh->waited[c], 1);
 			if (held_obj(i))
 				hold_across_delete(c, i, rd, size);
-			else if (c == 0 && i >= nobj / 3)
+			else if (c == 0 && i >= nobj / 3 && size_of(i) > (1u << 20))
 				become_victim(conn, eq, i);
 			if (!by_eq) {
 				EXPECT(coffer_obj_release(oh, NULL), DOC_RELEASE, NONE);
