@@ -276,6 +276,15 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung
  *    only when it sleeps.
+ *  - Order: the store executes the requests of one channel (one EQ on one connection) in
+ *    the order they were launched. Requests of different channels - two EQs, two
+ *    connections, or an EQ and the calling thread's blocking calls (its hidden EQ) - are not
+ *    ordered against each other, and a launched request may still sit unpublished in its
+ *    channel (above) while a later blocking call runs to completion: a get launched on an EQ
+ *    and followed by a blocking seal and delete of its object reaches the store after both,
+ *    and waits for a new seal. When a call depends on a launched one (a get on the seal
+ *    that makes its object visible, a delete on the get it must follow), reap the
+ *    launched one's event first; coffer_flush() publishes it but does not order it.
  *  - A connection that dies (store stopped or killed, or a corrupt reply ring) completes
  *    every launched event with -ENOTCONN; later calls return -ENOTCONN.
  *  - Nothing the store answers is trusted: an offset or size outside the arena, a foreign
@@ -361,6 +370,10 @@ COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
  * @size: out (may be NULL): the object's size in bytes.
  * @ev: NULL (blocking) or an event.
  *
+ * An object deleted or evicted before the get reaches the store is missing, as one never
+ * created: the get waits for a new seal of the ID up to its timeout (the store keeps no
+ * record that an ID existed; as Plasma's Get). A producer's readers that must not wait out
+ * the timeout for an evicted ID need to learn from the producer which IDs were sealed.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
  * -ENOMEM (the store could not record the reference, or the wait; a waiting get may be
  * answered so when its object is sealed); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the
