@@ -694,11 +694,21 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 	 * is not a coffer-store makes connect and later control calls fail with -ETIMEDOUT. */
 	rc = coffer__sock_set_timeout(fd, timeout_ms);
 	if (rc == 0) {
+		struct coffer__sock_wait w;
+		bool retry = true;
+		int err;
+
+		/* A connect() interrupted while it waits for room in the backlog leaves the
+		 * socket unconnected (Linux's unix_stream_connect()): retried, within what is
+		 * left of the timeout (test_ctl_timeout_under_signals). */
+		coffer__sock_wait_begin(&w, fd, SO_SNDTIMEO);
 		do
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		while (rc < 0 && errno == EINTR);
+		while (rc < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+		err = errno;
+		coffer__sock_wait_end(&w);
 		if (rc < 0)
-			rc = conn_connect_errno(errno);
+			rc = conn_connect_errno(retry ? err : EAGAIN);
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);

@@ -1708,6 +1708,109 @@ static void test_connect_backlog_full(void **state)
 }
 
 /*
+ * A host whose threads take a periodic signal (a profiler's SIGPROF, a SIGALRM tick, a
+ * runtime's preemption signal), shorter than COFFER_STORE_TIMEOUT_MS, must not make a
+ * control step wait for ever: Linux fails a blocking socket call that has a timeout
+ * (SO_RCVTIMEO, SO_SNDTIMEO; connect() waits under the latter) with EINTR on every signal,
+ * SA_RESTART or not (signal(7)), and a retry that starts the whole timeout again never
+ * reaches its end. store.h: coffer_connect() to a socket that is not a coffer-store (no
+ * answer: the receive) or to a store whose listen backlog is full (the connect) fails with
+ * -ETIMEDOUT after COFFER_STORE_TIMEOUT_MS, signals or not. Both used to wait as long as
+ * the signals came. The signaller sends one every 10 ms (the timeout is 200 ms) for at most
+ * 10 s; the call must return while they still come.
+ */
+struct sig_tick {
+	pthread_t target;
+	atomic_int done; /* the call under test returned */
+	int sent;	 /* signals sent */
+	bool ran_out;	 /* the signaller stopped before the call returned */
+};
+
+static void sig_tick_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *sig_tick_main(void *arg)
+{
+	struct sig_tick *s = arg;
+
+	while (!atomic_load(&s->done)) {
+		if (s->sent == 1000) {
+			s->ran_out = true;
+			break;
+		}
+		pthread_kill(s->target, SIGUSR1);
+		s->sent++;
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+/* coffer_connect(@path) with COFFER_STORE_TIMEOUT_MS=200 while SIGUSR1 (a handler without
+ * SA_RESTART: with it the socket calls fail alike) interrupts this thread every 10 ms. */
+static int connect_under_signals(const char *path, struct sig_tick *s)
+{
+	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;
+	coffer_handle_t c;
+	pthread_t th;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->target = pthread_self();
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "200", 1), 0);
+	assert_int_equal(pthread_create(&th, NULL, sig_tick_main, s), 0);
+	rc = coffer_connect(path, &c);
+	atomic_store(&s->done, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	if (rc == 0)
+		coffer_disconnect(c);
+	return rc;
+}
+
+static void test_ctl_timeout_under_signals(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un deaf, full;
+	struct sig_tick s;
+	int ldeaf = fake_listener(t, "deaf.s", 4, &deaf);
+	int lfull = fake_listener(t, "full.s", 0, &full), fill[64], nfill = 0;
+
+	/* a listener that never accepts: connect() succeeds, HELLO goes out, no answer */
+	assert_int_equal(connect_under_signals(deaf.sun_path, &s), -ETIMEDOUT);
+	assert_false(s.ran_out);
+	assert_true(s.sent > 0);
+
+	/* a listener whose backlog is full: connect() itself waits */
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		assert_true(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&full, sizeof(full)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		assert_true(nfill < 64);
+		fill[nfill++] = fd;
+	}
+	assert_int_equal(connect_under_signals(full.sun_path, &s), -ETIMEDOUT);
+	assert_false(s.ran_out);
+	assert_true(s.sent > 0);
+
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(ldeaf);
+	close(lfull);
+	unlink(deaf.sun_path);
+	unlink(full.sun_path);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -3691,6 +3794,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
