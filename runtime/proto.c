@@ -160,13 +160,47 @@ int coffer__req_check(const struct coffer_req *req)
 	return 0;
 }
 
+/*
+ * Whether @status (a negative errno) is one docs/protocol.md's request table gives @op: any
+ * request may be refused as malformed (-EINVAL, also an unknown op), and each op has its own
+ * refusals. GET's -EAGAIN (a client's socket holds 4096 waiting gets) is the socket's only;
+ * the ring path refuses it itself.
+ */
+static bool rep_status_known(uint16_t op, int status)
+{
+	switch (-status) {
+	case EINVAL:
+		return true;
+	case ENOENT:
+		return op == COFFER_OP_SEAL || op == COFFER_OP_ABORT || op == COFFER_OP_GET ||
+		       op == COFFER_OP_RELEASE || op == COFFER_OP_DELETE || op == COFFER_OP_PUT ||
+		       op == COFFER_OP_UNRESERVE;
+	case EEXIST:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_PUT;
+	case E2BIG:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_RESERVE;
+	case ENOMEM:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_GET || op == COFFER_OP_RESERVE ||
+		       op == COFFER_OP_PUT;
+	case EPERM:
+	case EALREADY:
+		return op == COFFER_OP_SEAL || op == COFFER_OP_ABORT;
+	case EBUSY:
+		return op == COFFER_OP_DELETE;
+	case EAGAIN:
+		return op == COFFER_OP_GET || op == COFFER_OP_RESERVE;
+	default:
+		return false;
+	}
+}
+
 int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segment,
 		      uint64_t arena_bytes)
 {
 	if (rep->status > 0 || rep->status < -4095)
 		return -EPROTO;
 	if (rep->status != 0)
-		return 0;
+		return rep_status_known(op, rep->status) ? 0 : -EPROTO;
 	switch (op) {
 	case COFFER_OP_CREATE:
 	case COFFER_OP_RESERVE:

@@ -109,7 +109,9 @@ int coffer__req_check(const struct coffer_req *req);
  * @segment: the arena segment id from HELLO_REPLY.
  * @arena_bytes: the arena size from HELLO_REPLY.
  *
- * Checks: status is 0 or a negative errno >= -4095; for successful CREATE/GET the segment
+ * Checks: status is 0 or a negative errno that docs/protocol.md gives @op (-EINVAL for any
+ * op; e.g. -EEXIST for CREATE, never for RELEASE; test_status_outside_protocol); for
+ * successful CREATE/GET the segment
  * matches and [offset, offset + size) lies inside the arena (CREATE's and RESERVE's size is
  * the client's own, so only offset <= arena_bytes is checked); CONTAINS's size is 0 or 1.
  *

@@ -12,6 +12,8 @@
  *   5  rep.prod jumps 1000 entries ahead (corrupt ring)             -> connection dead
  *   6  no answer at all (pending when 5 breaks the connection)      -> -ENOTCONN
  *   7  GET ok with another segment id                               -> -EPROTO
+ *   8  the status -oid[1] for any op: one docs/protocol.md gives that op -> that status;
+ *      any other (-EINTR, -ENOTCONN, a GET's -EAGAIN, ...)           -> -EPROTO
  *   -  RESERVE (no ID) of 64 bytes at 32 bytes before the arena's end -> -EPROTO, no pointer;
  *      of any other size at 8192                                     -> 0; of 48 bytes: the
  *      first of the batch is answered, then the fake dies (closes everything)
@@ -307,6 +309,9 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			case 7:
 				a.segment = FAKE_SEGMENT + 1;
 				a.size = 1;
+				break;
+			case 8: /* the status the ID's second byte names, as a negative errno */
+				a.status = -(int32_t)r.oid[1];
 				break;
 			default:
 				f->errors++;
@@ -1421,6 +1426,98 @@ static void test_ctl_send_timeout(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/*
+ * A store's status for a request is one docs/protocol.md gives that op (store.h lists the
+ * same for each call), or the store broke the protocol: -EPROTO, as for a positive status.
+ * A status outside those lists used to reach the caller as it came, so a store could make a
+ * seal say -EINTR (which a caller's retry loop takes for "call again"), a create -ENOTCONN
+ * on a live connection, a blocking get the -EAGAIN store.h gives only for a launch with an
+ * event, or a bulk get's entry -ENOSPC - codes no header lists for those calls.
+ */
+static int status_of(coffer_handle_t c, coffer_handle_t eq, uint16_t op, int err)
+{
+	struct coffer_oid oid = {{8, (uint8_t)err}};
+	struct coffer_event ev;
+	const void *rd = NULL;
+	void *wr = NULL;
+	bool present;
+	int rc;
+
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	switch (op) {
+	case COFFER_OP_CREATE:
+		rc = coffer_obj_create_oid(c, &oid, 64, 0, &wr, &ev);
+		break;
+	case COFFER_OP_SEAL:
+		rc = coffer_obj_seal_oid(c, &oid, 0, &ev);
+		break;
+	case COFFER_OP_GET:
+		rc = coffer_obj_get_oid(c, &oid, 0, &rd, NULL, &ev);
+		break;
+	case COFFER_OP_RELEASE:
+		rc = coffer_obj_release_oid(c, &oid, &ev);
+		break;
+	case COFFER_OP_DELETE:
+		rc = coffer_obj_delete(c, &oid, &ev);
+		break;
+	default:
+		rc = coffer_obj_contains(c, &oid, &present, &ev);
+		break;
+	}
+	if (rc == 0)
+		rc = poll_one(eq, &ev);
+	if (rc == 0)
+		rc = ev.ev_error;
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_null(wr);
+	assert_null(rd);
+	return rc;
+}
+
+static void test_status_outside_protocol(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oids[2] = {{{8, EPERM}}, {{8, ENOSPC}}};
+	struct coffer_obj_buf bufs[2];
+	struct coffer_event ev;
+	coffer_handle_t c, eq;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	/* statuses the protocol gives these ops pass unchanged */
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EPERM), -EPERM);
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EALREADY), -EALREADY);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CREATE, EEXIST), -EEXIST);
+	assert_int_equal(status_of(c, eq, COFFER_OP_DELETE, EBUSY), -EBUSY);
+	assert_int_equal(status_of(c, eq, COFFER_OP_GET, ENOENT), -ENOENT);
+	assert_int_equal(status_of(c, eq, COFFER_OP_RELEASE, EINVAL), -EINVAL);
+	/* any other is the store's protocol error */
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EINTR), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CREATE, ENOTCONN), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_GET, EAGAIN), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_RELEASE, EEXIST), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_DELETE, EPERM), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CONTAINS, ENOENT), -EPROTO);
+	/* a bulk get's entries alike */
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_bulk(c, oids, 2, 0, bufs, &ev), 0);
+	assert_int_equal(poll_one(eq, &ev), 0);
+	assert_int_equal(ev.ev_error, 0);
+	assert_int_equal(bufs[0].status, -EPROTO); /* a GET is never refused with -EPERM */
+	assert_int_equal(bufs[1].status, -EPROTO);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	/* the connection lives on: an honest answer still works */
+	{
+		const void *d = NULL;
+
+		assert_int_equal(get_greeting(c, eq, &d), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
 /* Open fds of this process. */
 static int count_fds(void)
 {
@@ -1753,6 +1850,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_outside_protocol, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,
