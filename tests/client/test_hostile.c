@@ -95,11 +95,14 @@ struct fake {
 	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
 	atomic_int
 	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
-	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
-	atomic_int full_bell; /* enum fake_full_bell: a request doorbell whose write blocks */
-	atomic_int read_only; /* enum fake_ro: the file the fake passes opened read-only */
-	atomic_int deaf;      /* stop reading the socket; answer QUERYs before they come, as many
-			       * as the socket takes (test_ctl_send_timeout) */
+	atomic_int query_fd;	/* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int full_bell;	/* enum fake_full_bell: a request doorbell whose write blocks */
+	atomic_int read_only;	/* enum fake_ro: the file the fake passes opened read-only */
+	atomic_int deaf;	/* stop reading the socket; answer QUERYs before they come, as many
+				 * as the socket takes (test_ctl_send_timeout) */
+	atomic_int hello_error; /* non-zero: answer HELLO with ERROR of this status, hang up */
+	atomic_int chan_err[3]; /* the first CHANNEL_OPENs get ERROR of these statuses (not
+				 * fatal: the next is served); 0 ends the list */
 };
 
 /*
@@ -485,6 +488,20 @@ static int fake_fill_bell(int bell)
 	return write(bell, &full, sizeof(full)) == sizeof(full) ? 0 : -1;
 }
 
+/* The client's next message, or 0 once the test says stop (a failed test does not hang up:
+ * its teardown must not wait for us for ever). Return: as coffer__recv_fds(). */
+static long fake_recv(struct fake *f, int sock, uint8_t *buf, size_t cap, int *fds,
+		      unsigned int *nfds)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+
+	*nfds = 0;
+	while (!atomic_load(&f->stop))
+		if (poll(&p, 1, 10) > 0)
+			return coffer__recv_fds(sock, buf, cap, fds, nfds, 4, 0);
+	return 0;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
@@ -515,6 +532,15 @@ static void *fake_main(void *arg)
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 || h.type != COFFER_MSG_HELLO)
 		goto fail;
+	if (atomic_load(&f->hello_error)) { /* as a store refusing a client at accept */
+		struct coffer_msg_error e = {.status = atomic_load(&f->hello_error)};
+
+		snprintf(e.message, sizeof(e.message), "refused");
+		if (fake_send(sock, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0) < 0)
+			f->errors++;
+		close(sock);
+		return NULL;
+	}
 	if (f->huge_arena) { /* as a -d hugetlbfs file: it cannot be sealed */
 		hello.arena_bytes = f->huge_arena;
 		arena = memfd_create("fake-arena", MFD_CLOEXEC | MFD_HUGETLB);
@@ -604,6 +630,18 @@ static void *fake_main(void *arg)
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
 	    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
 		goto fail;
+	for (int k = 0; k < 3 && atomic_load(&f->chan_err[k]); k++) {
+		struct coffer_msg_error e = {.status = atomic_load(&f->chan_err[k])};
+
+		close(fds[0]);
+		snprintf(e.message, sizeof(e.message), "CHANNEL_OPEN refused");
+		if (fake_send(sock, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0) < 0)
+			goto fail;
+		n = fake_recv(f, sock, buf, sizeof(buf), fds, &nfds);
+		if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
+		    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
+			goto fail;
+	}
 	seg = fake_memfd(f, "fake-chan", (off_t)shm_bytes, SHR_CHAN);
 	if (seg < 0)
 		goto fail;
@@ -786,6 +824,16 @@ static int setup_full_bell_at_hello(void **state)
 static int setup_full_bell_at_open(void **state)
 {
 	return setup_full_bell(state, FB_AT_CHANNEL_OPEN);
+}
+
+static int setup_hello_error_eintr(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, hello_error), -EINTR);
+}
+
+static int setup_hello_error_eacces(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, hello_error), -EACCES);
 }
 
 static int setup_hello_swapped(void **state)
@@ -1518,6 +1566,46 @@ static void test_status_outside_protocol(void **state)
 	assert_int_equal(f->errors, 0);
 }
 
+/*
+ * An ERROR's status on the socket, as on the rings (test_status_outside_protocol): one the
+ * protocol gives the message it answers (docs/protocol.md: -EACCES, -EMFILE, -ENOMEM,
+ * -ENOSPC at accept; -EINVAL, -EMFILE, -ENOMEM for a CHANNEL_OPEN; -EPROTO and
+ * -EPROTONOSUPPORT for a broken exchange), or the store broke the protocol: -EPROTO. It used
+ * to reach the caller as it came: a coffer_connect() refused with -EINTR, an object call
+ * whose channel the store refused with -EACCES - neither in those calls' lists.
+ */
+static void test_hello_error_status(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(f->path, &c),
+			 atomic_load(&f->hello_error) == -EACCES ? -EACCES : -EPROTO);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
+static void test_chan_error_status(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	atomic_store(&f->chan_err[0], -EINTR);
+	atomic_store(&f->chan_err[1], -EACCES);
+	atomic_store(&f->chan_err[2], -EMFILE);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(get_greeting(c, eq, &d), -EMFILE);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fourth open is served */
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
 /* Open fds of this process. */
 static int count_fds(void)
 {
@@ -1851,6 +1939,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_status_outside_protocol, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_error_status, setup_hello_error_eintr,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_error_status, setup_hello_error_eacces,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_chan_error_status, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,
