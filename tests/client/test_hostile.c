@@ -1446,12 +1446,44 @@ static void test_query_reply_with_fd(void **state)
  * is gone - and gives the connection up (store.h). The fake answers every query before it
  * is asked, so only the send can time out.
  */
-static void test_ctl_send_timeout(void **state)
+/* A signal handler that does nothing (installed without SA_RESTART). */
+static void sig_ignore(int sig)
 {
-	struct fake *f = *state;
+	(void)sig;
+}
+
+/* Interrupts @target with SIGUSR1 every 10 ms until @done, at most 1000 times. */
+struct sig_tick {
+	pthread_t target;
+	atomic_int done;
+	int sent;
+	bool ran_out; /* stopped before @done */
+};
+
+static void *sig_tick_main(void *arg)
+{
+	struct sig_tick *s = arg;
+
+	while (!atomic_load(&s->done)) {
+		if (s->sent == 1000) {
+			s->ran_out = true;
+			break;
+		}
+		pthread_kill(s->target, SIGUSR1);
+		s->sent++;
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+static void ctl_send_timeout(struct fake *f, bool signals)
+{
+	struct sigaction sa = {.sa_handler = sig_ignore}, old;
+	struct sig_tick tick = {.target = pthread_self()};
 	struct coffer_store_info info;
 	coffer_handle_t c, eq;
 	const void *d = NULL;
+	pthread_t th;
 	int rc, answered = 0;
 
 	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "1000", 1), 0);
@@ -1461,9 +1493,22 @@ static void test_ctl_send_timeout(void **state)
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fake now serves the socket too */
 	atomic_store(&f->deaf, 1);
+	if (signals) {
+		assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+		assert_int_equal(pthread_create(&th, NULL, sig_tick_main, &tick), 0);
+	}
 	/* bounded: a socket holds a few hundred small messages (net.core.wmem_default) */
 	while ((rc = coffer_store_query(c, &info)) == 0 && answered < 1000000)
 		answered++;
+	if (signals) {
+		atomic_store(&tick.done, 1);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+		/* the send timed out while the signals still came (it used to start its
+		 * timeout afresh at each one, waiting as long as they came) */
+		assert_false(tick.ran_out);
+		assert_true(tick.sent > 0);
+	}
 	assert_int_equal(rc, -ETIMEDOUT);
 	assert_true(answered > 0);
 	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN); /* given up on */
@@ -1472,6 +1517,19 @@ static void test_ctl_send_timeout(void **state)
 	pthread_join(f->tid, NULL);
 	f->joined = true;
 	assert_int_equal(f->errors, 0);
+}
+
+static void test_ctl_send_timeout(void **state)
+{
+	ctl_send_timeout(*state, false);
+}
+
+/* The same under a signal every 10 ms (SO_SNDTIMEO: every one fails the send with EINTR,
+ * SA_RESTART or not; test_client's test_ctl_timeout_under_signals has the receive and the
+ * connect). */
+static void test_ctl_send_timeout_under_signals(void **state)
+{
+	ctl_send_timeout(*state, true);
 }
 
 /*
@@ -1938,6 +1996,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout_under_signals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_status_outside_protocol, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hello_error_status, setup_hello_error_eintr,
 					    teardown),
