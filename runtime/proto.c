@@ -251,10 +251,12 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 	do
 		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+	if (!retry) /* the time is up: room made meanwhile still counts (see the receive) */
+		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
 	err = errno;
 	coffer__sock_wait_end(&w);
 	if (n < 0)
-		return err == EWOULDBLOCK || !retry ? -EAGAIN : -err;
+		return err == EWOULDBLOCK || err == EINTR ? -EAGAIN : -err;
 	return n;
 }
 
@@ -292,10 +294,15 @@ long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned i
 	do
 		n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+	/* The time is up, but what arrived meanwhile still counts: a process stopped
+	 * (SIGSTOP, ^Z) for longer than the timeout while it waited here gets EINTR once
+	 * continued (signal(7)), with the answer queued (test_ctl_answer_while_stopped). */
+	if (!retry)
+		n = recvmsg(sock, &msg, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	err = errno;
 	coffer__sock_wait_end(&w);
 	if (n < 0)
-		return err == EWOULDBLOCK || !retry ? -EAGAIN : -err;
+		return err == EWOULDBLOCK || err == EINTR ? -EAGAIN : -err;
 	/* Collect every fd first so that none leaks whatever we decide below. */
 	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
 		size_t k, cnt;

@@ -1811,6 +1811,87 @@ static void test_ctl_timeout_under_signals(void **state)
 }
 
 /*
+ * A client stopped (SIGSTOP, ^Z) for longer than COFFER_STORE_TIMEOUT_MS while it waits for
+ * a control answer, which the store sends meanwhile: once continued it takes the answer
+ * (its receive fails with EINTR at the stop, SO_RCVTIMEO, signal(7)), instead of counting
+ * the stop against the store and giving up a live connection with -ETIMEDOUT. Staged with
+ * a child process: the store is stopped while the child's coffer_store_query() sends its
+ * QUERY, the child is stopped, the store continued (it answers), and the child continued
+ * after three of its timeouts.
+ */
+/* Waits (bounded) until process @pid is stopped: kill(SIGSTOP) returns before a process
+ * busy-polling its rings (the store's COFFER_STORE_SPIN_US) has stopped. */
+static bool wait_stopped(pid_t pid)
+{
+	char path[64], buf[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		const char *end;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		end = strrchr(buf, ')'); /* "pid (comm) S ..." */
+		if (end != NULL && end[1] == ' ' && (end[2] == 'T' || end[2] == 't'))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static void test_ctl_answer_while_stopped(void **state)
+{
+	struct tctx *t = *state;
+	int ready[2], go[2], status;
+	char b = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct coffer_store_info info;
+		coffer_handle_t c;
+		int rc = coffer_connect(t->store.sock, &c);
+
+		if (rc == 0 && (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1))
+			rc = -EIO;
+		if (rc == 0)
+			rc = coffer_store_query(c, &info);
+		if (rc == 0 && info.capacity_bytes == 0)
+			rc = -EIO;
+		_exit(rc == 0 ? 0 : rc < -150 ? 150 : -rc);
+	}
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	assert_true(wait_stopped(t->store.pid));
+	assert_int_equal(write(go[1], "g", 1), 1);
+	usleep(100 * 1000); /* the child waits for the answer now */
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	assert_true(wait_stopped(pid));
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0); /* it answers the QUERY */
+	usleep(900 * 1000);
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		print_error("the child's query: %s\n", coffer_strerror(-WEXITSTATUS(status)));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -3795,6 +3876,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_answer_while_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),
