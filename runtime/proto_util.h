@@ -130,8 +130,8 @@ int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segmen
  * @nfds: 0..COFFER_MSG_FDS_MAX.
  * @flags: extra send flags (MSG_DONTWAIT); MSG_NOSIGNAL is always added (never SIGPIPE).
  *
- * Retries EINTR, within what is left of the socket's send timeout (struct
- * coffer__sock_wait).
+ * Retries EINTR within what is left of the socket's send timeout (struct coffer__sock_wait);
+ * once it ran out, sends if there is room now, else -EAGAIN.
  * Return: bytes sent (== @len; SEQPACKET is all or nothing); -EAGAIN (nonblocking, buffer
  * full); -EPIPE/-ECONNRESET (peer gone); -EINVAL (bad @nfds); other -errno from sendmsg.
  * Context: any thread; async-signal-safe.
@@ -188,6 +188,8 @@ int coffer__map_errno(int err);
  * @maxfds: capacity of @fds, 0..COFFER_MSG_FDS_MAX. Extra fds are closed, never leaked.
  * @flags: extra recv flags (MSG_DONTWAIT).
  *
+ * Retries EINTR within what is left of the socket's receive timeout (struct
+ * coffer__sock_wait); once it ran out, takes a message that came meanwhile, else -EAGAIN.
  * On any error every received fd is closed (so a caller never leaks them).
  * Return: bytes received (> 0); 0 at end of stream (peer closed); -EAGAIN; -EMSGSIZE
  * (message or control data truncated, or more fds than @maxfds); -EMFILE (the message was
