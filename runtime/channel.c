@@ -464,6 +464,9 @@ static int chan_reap(struct coffer__chan *ch)
 					       ch->conn->seg->bytes);
 			if (rc == 0)
 				rc = rep.status;
+			/* a GET's -EAGAIN bounds the gets waiting on a socket, not on a ring */
+			if (rc == -EAGAIN && slot->op == COFFER_OP_GET)
+				rc = -EPROTO;
 			if (chan_finish_slot(ch, slot, &rep, rc, &done[nd]))
 				nd++;
 			atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);

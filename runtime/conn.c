@@ -323,12 +323,39 @@ static void seg_put(struct coffer__seg *seg)
 /* ---- control socket ---------------------------------------------------------------- */
 
 /*
- * After a failed send or a reset: a store that refused us (wrong user, out of fds) sent one
- * ERROR before closing. Returns its status if it is queued, else -ENOTCONN. (A Unix socket
- * whose peer closed with our request unread reports ECONNRESET once, before the queued
- * messages.)
+ * Whether @status, an ERROR's, is one docs/protocol.md gives an answer to a message of @type
+ * (a refusal at accept is read as HELLO's answer); any other is the store's protocol error
+ * (test_hello_error_status, test_chan_error_status), as a request's status is on the rings
+ * (coffer__rep_check()).
  */
-static int ctl_refusal(int sock)
+static bool ctl_status_known(uint16_t type, int status)
+{
+	switch (-status) {
+	case EPROTO: /* fatal: the exchange broke */
+		return true;
+	case EACCES:
+	case ENOSPC: /* epoll_ctl()'s at accept: fs.epoll.max_user_watches */
+	case EPROTONOSUPPORT:
+		return type == COFFER_MSG_HELLO;
+	case EMFILE:
+	case ENOMEM:
+		return type == COFFER_MSG_HELLO || type == COFFER_MSG_CHANNEL_OPEN;
+	case EINVAL:
+		return type == COFFER_MSG_CHANNEL_OPEN || type == COFFER_MSG_CHANNEL_CLOSE;
+	case ENOENT:
+		return type == COFFER_MSG_CHANNEL_CLOSE;
+	default:
+		return false;
+	}
+}
+
+/*
+ * After a failed send or a reset: a store that refused us (wrong user, out of fds) sent one
+ * ERROR before closing. Returns its status if it is queued (-EPROTO for one the protocol
+ * does not give an answer to @type), else -ENOTCONN. (A Unix socket whose peer closed with
+ * our request unread reports ECONNRESET once, before the queued messages.)
+ */
+static int ctl_refusal(int sock, uint16_t type)
 {
 	uint8_t in[sizeof(struct coffer_msg_hdr) + 512];
 	struct coffer_msg_hdr hdr;
@@ -344,7 +371,7 @@ static int ctl_refusal(int sock)
 	if (n <= 0 || coffer__msg_check(in, (size_t)n, &hdr) != 0 || hdr.type != COFFER_MSG_ERROR)
 		return -ENOTCONN;
 	memcpy(&e, in + sizeof(hdr), sizeof(e));
-	return e.status < 0 && e.status >= -4095 ? e.status : -ENOTCONN;
+	return ctl_status_known(type, e.status) ? e.status : -EPROTO;
 }
 
 int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body, uint32_t blen,
@@ -386,7 +413,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		goto out;
 	}
 	if (n < 0) {
-		rc = ctl_refusal(conn->sock);
+		rc = ctl_refusal(conn->sock, type);
 		goto out;
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
@@ -414,7 +441,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		if (n == -ECONNRESET || n == -EPIPE) {
 			/* The store closed without reading our request (the kernel then resets
 			 * us before we read what it sent): it may have said why first. */
-			rc = ctl_refusal(conn->sock);
+			rc = ctl_refusal(conn->sock, type);
 			goto out;
 		}
 		if (n == 0 || n == -EBADF) {
@@ -445,7 +472,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			memcpy(&e, in + sizeof(hdr), sizeof(e));
 			while (ngot)
 				close(got_fds[--ngot]);
-			rc = e.status < 0 && e.status >= -4095 ? e.status : -EPROTO;
+			rc = ctl_status_known(type, e.status) ? e.status : -EPROTO;
 			goto out;
 		}
 		if (hdr.type != reply_type) {
@@ -694,11 +721,21 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 	 * is not a coffer-store makes connect and later control calls fail with -ETIMEDOUT. */
 	rc = coffer__sock_set_timeout(fd, timeout_ms);
 	if (rc == 0) {
+		struct coffer__sock_wait w;
+		bool retry = true;
+		int err;
+
+		/* A connect() interrupted while it waits for room in the backlog leaves the
+		 * socket unconnected (Linux's unix_stream_connect()): retried, within what is
+		 * left of the timeout (test_ctl_timeout_under_signals). */
+		coffer__sock_wait_begin(&w, fd, SO_SNDTIMEO);
 		do
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		while (rc < 0 && errno == EINTR);
+		while (rc < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+		err = errno;
+		coffer__sock_wait_end(&w);
 		if (rc < 0)
-			rc = conn_connect_errno(errno);
+			rc = conn_connect_errno(retry ? err : EAGAIN);
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);

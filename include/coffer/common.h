@@ -6,6 +6,9 @@
  *  - every fallible function returns 0 (or a count) on success and a negative errno on failure;
  *  - constructors return int and hand the object back through an out-pointer;
  *  - the library never prints and never aborts on a caller's or a peer's mistake;
+ *  - no call fails, returns early or waits longer because a signal interrupted it (EINTR,
+ *    with or without SA_RESTART): an interrupted wait resumes with what is left of its
+ *    timeout, so a host's periodic signals (a profiler's SIGPROF) change nothing;
  *  - any thread may call any function unless its Context says otherwise; coffer registers
  *    threads it has not seen with liburcu on first use (urcu-bp, see runtime/rcu.c).
  */

@@ -288,7 +288,8 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - A connection that dies (store stopped or killed, or a corrupt reply ring) completes
  *    every launched event with -ENOTCONN; later calls return -ENOTCONN.
  *  - Nothing the store answers is trusted: an offset or size outside the arena, a foreign
- *    segment or a malformed status completes that event with -EPROTO.
+ *    segment, or a status that is not one docs/protocol.md gives that request (so never a
+ *    code the call's list below does not name) completes that event with -EPROTO.
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket: even with an event it then waits for the store, up to
