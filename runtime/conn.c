@@ -62,6 +62,7 @@
 
 #include "runtime/client.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -358,6 +359,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	unsigned int ngot, i;
 	long n;
 	int rc = -EPROTO;
+	COFFER__NO_CANCEL(); /* ctl_lock held across sendmsg/recvmsg (runtime/nocancel.h) */
 
 	if (blen > sizeof(out) - sizeof(hdr) || nfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
@@ -744,6 +746,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
 	int hello_fds[5] = {-1, -1, -1, -1, -1}, arena_fd, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
@@ -849,6 +852,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* another thread's disconnect of the same handle may be the last one */
 	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
@@ -910,6 +914,7 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc = 0;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* A handle of another type (an EQ, an object, the null handle) is a wrong argument,
 	 * -EINVAL, as in every call; -ENOENT only for a connection handle that names no
@@ -937,6 +942,7 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!info)
 		return -EINVAL;

@@ -44,6 +44,7 @@
 #include "eventq/event_internal.h"
 #include "hashtable/hugemem.h"
 #include "runtime/client.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -466,6 +467,10 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 			*launched = true;
 		return rc;
 	}
+	/* From the submit to the reaped completion: a blocking call that unwound in between
+	 * (cancelled inside its ppoll()) left the hidden event in flight for good, and the
+	 * thread's next blocking call answered -EBUSY (runtime/nocancel.h). */
+	COFFER__NO_CANCEL();
 	for (int attempt = 0;; attempt++) {
 		rc = ctx_get(&c);
 		/* No runtime (the last connection of a program that never called coffer_init()
