@@ -1050,8 +1050,7 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	struct coffer__chanv *old, *nv;
 	int segfd = -1;
 	int wfd, rc;
-	COFFER__NO_CANCEL(); /* control round trips, a grace period, close(2) (runtime/nocancel.h)
-			      */
+	COFFER__NO_CANCEL(); /* round trips, a grace period (runtime/nocancel.h) */
 
 	pthread_mutex_lock(&conn->chan_lock);
 	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
