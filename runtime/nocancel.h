@@ -50,10 +50,11 @@ static inline void coffer__cancel_restore(const int *old)
 
 /*
  * COFFER__NO_CANCEL() - no cancellation from here to the end of the enclosing block, on
- * every way out of it (a cleanup attribute restores the caller's state). One per block.
+ * every way out of it (a cleanup attribute restores the caller's state). One per block;
+ * "unused": clang counts the cleanup's use of the variable only sometimes.
  */
 #define COFFER__NO_CANCEL()                                                                        \
-	const int coffer__cancel_state __attribute__((cleanup(coffer__cancel_restore))) =          \
+	const int coffer__cancel_state __attribute__((cleanup(coffer__cancel_restore), unused)) =  \
 	    coffer__cancel_off()
 
 #endif /* COFFER_NOCANCEL_H */
