@@ -480,6 +480,9 @@ static void conn_poke(struct coffer__conn *conn)
 {
 	uint64_t one = 1;
 	ssize_t r;
+	/* write(2): reached from a poll's progress hook (a corrupt ring fails the connection
+	 * there), which is not guarded as a whole (runtime/nocancel.h) */
+	COFFER__NO_CANCEL();
 
 	do
 		r = write(conn->stop_fd, &one, sizeof(one));
