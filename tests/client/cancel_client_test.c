@@ -15,8 +15,10 @@
  * client and no reference held, disconnect and coffer_fini() succeed and the process has
  * exactly the fds it had before it connected. Before the fix a thread cancelled in the
  * hidden EQ's ppoll() leaked that sleep's eventfd and, through the reference its poll
- * held, the hidden EQ with its wake fd; one cancelled inside a control round trip left
- * ctl_lock held, and the next control call on the connection hung.
+ * held, the hidden EQ with its wake fd; and the run hung (seeds 1 and 3): the other
+ * threads' calls waited for the connection's channel lock, which chan_open() holds across
+ * its control round trip, and exiting threads for liburcu's grace-period lock, both taken
+ * by threads cancelled inside them.
  *
  * Usage: cancel_client_test [-r rounds] [-s seed]
  */
