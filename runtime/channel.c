@@ -74,6 +74,7 @@
 #include "eventq/event_internal.h"
 #include "runtime/client.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 
 /* Entries asked for each ring (the store may cap it at max_ring_entries). */
@@ -246,6 +247,7 @@ static void chan_ring_bell(int fd)
 	uint64_t one = 1;
 	ssize_t r;
 	int n;
+	COFFER__NO_CANCEL(); /* poll(2), write(2) (runtime/nocancel.h) */
 
 	do
 		n = poll(&p, 1, 0);
@@ -936,6 +938,7 @@ static void chan_close_locked(struct coffer__conn *conn, struct coffer__chan *ch
 {
 	struct coffer__chanv *oldb = NULL, *oldc, *nc;
 	int err;
+	COFFER__NO_CANCEL(); /* as chan_open() */
 
 	pthread_mutex_lock(&coffer__client_lock);
 	while (binding_detach_locked(ch, &oldb) == -ENOMEM)
@@ -1050,6 +1053,7 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	struct coffer__chanv *old, *nv;
 	int segfd = -1;
 	int wfd, rc;
+	COFFER__NO_CANCEL(); /* round trips, a grace period (runtime/nocancel.h) */
 
 	pthread_mutex_lock(&conn->chan_lock);
 	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);

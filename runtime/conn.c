@@ -62,6 +62,7 @@
 
 #include "runtime/client.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -385,6 +386,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	unsigned int ngot, i;
 	long n;
 	int rc = -EPROTO;
+	COFFER__NO_CANCEL(); /* ctl_lock held across sendmsg/recvmsg (runtime/nocancel.h) */
 
 	if (blen > sizeof(out) - sizeof(hdr) || nfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
@@ -505,6 +507,9 @@ static void conn_poke(struct coffer__conn *conn)
 {
 	uint64_t one = 1;
 	ssize_t r;
+	/* write(2): reached from a poll's progress hook (a corrupt ring fails the connection
+	 * there), which is not guarded as a whole (runtime/nocancel.h) */
+	COFFER__NO_CANCEL();
 
 	do
 		r = write(conn->stop_fd, &one, sizeof(one));
@@ -781,6 +786,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
 	int hello_fds[5] = {-1, -1, -1, -1, -1}, arena_fd, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
@@ -886,6 +892,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* another thread's disconnect of the same handle may be the last one */
 	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
@@ -947,6 +954,7 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc = 0;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* A handle of another type (an EQ, an object, the null handle) is a wrong argument,
 	 * -EINVAL, as in every call; -ENOENT only for a connection handle that names no
@@ -974,6 +982,7 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!info)
 		return -EINVAL;

@@ -302,6 +302,11 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    (the *_oid, bulk, delete, contains and reservation calls) on a connection whose
  *    disconnect stopped the runtime (no coffer_init() of the caller's) return -ENOTCONN,
  *    as the same calls with an event do.
+ *  - A blocking call returns only once its request's completion was reaped from the hidden
+ *    EQ, whatever happens meanwhile (the connection dies, its disconnect stops the runtime,
+ *    coffer_fini() and coffer_init() run on other threads, the thread is cancelled): the
+ *    thread's next blocking call starts from an idle hidden EQ. None is a cancellation
+ *    point (coffer/common.h): a cancel request is acted on after the call returned.
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (512, sent in
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
