@@ -3449,6 +3449,55 @@ static void test_read_oid_keeps_cached(void **state)
 	assert_int_equal(store_stop(&f), 0);
 }
 
+/*
+ * The store's refusal of a reservation past COFFER_RESERVE_MAX (-EAGAIN) reaches the caller as
+ * -EAGAIN through the ring, as store.h says: a status docs/protocol.md gives RESERVE, which
+ * the client's reply check (coffer__rep_check()) must not take for a broken store's -EPROTO;
+ * the blocks reserved before it stay the caller's and the connection stays usable.
+ */
+static void test_reserve_limit_status(void **state)
+{
+	struct tctx *t = *state;
+	enum { BATCH = COFFER_GET_BULK_MAX };
+	void **blk = calloc(COFFER_RESERVE_MAX + BATCH, sizeof(*blk));
+	struct coffer_store_info info;
+	coffer_handle_t c, c2;
+	unsigned int n = 0;
+	void *one = NULL;
+
+	assert_non_null(blk);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	while (n < COFFER_RESERVE_MAX) {
+		unsigned int k = COFFER_RESERVE_MAX - n < BATCH ? COFFER_RESERVE_MAX - n : BATCH;
+
+		assert_int_equal(coffer_obj_reserve(c, 64, k, blk + n, NULL), 0);
+		n += k;
+	}
+	/* one more, alone and in a batch: -EAGAIN, nothing reserved */
+	one = &one;
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, &one, NULL), -EAGAIN);
+	assert_null(one);
+	assert_int_equal(coffer_obj_reserve(c, 64, 3, blk + n, NULL), -EAGAIN);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_null(blk[n + i]);
+	/* the limit is per connection: another one still reserves */
+	assert_int_equal(coffer_obj_reserve(c2, 64, 1, &one, NULL), 0);
+	assert_int_equal(coffer_obj_unreserve(c2, one, NULL), 0);
+	/* the connection still works, and its reservations are intact */
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.reserved_blocks, COFFER_RESERVE_MAX);
+	assert_int_equal(coffer_obj_unreserve(c, blk[0], NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, &blk[0], NULL), 0);
+	for (unsigned int i = 0; i < COFFER_RESERVE_MAX; i++)
+		assert_int_equal(coffer_obj_unreserve(c, blk[i], NULL), 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.reserved_blocks, 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	free(blk);
+}
+
 static void test_put_reserved(void **state)
 {
 	struct tctx *t = *state;
@@ -3896,6 +3945,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_read_oid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid_vs_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_put_reserved, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reserve_limit_status, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid_keeps_cached, setup, teardown),
 	};
 
