@@ -1771,6 +1771,118 @@ static int connect_under_signals(const char *path, struct sig_tick *s)
 	return rc;
 }
 
+/*
+ * common.h: no call fails or returns early for a signal. Four threads share one connection -
+ * blocking puts, gets (found, and of an ID nobody seals, which waits out its timeout),
+ * releases, deletes on the rings, and control exchanges (coffer_store_query(), whose socket
+ * timeouts every EINTR retry rewrites, serialized on the connection) - while each takes
+ * SIGUSR1 (no SA_RESTART) every millisecond. Every call answers what it would without the
+ * signals: nothing fails with -EINTR, times out early (-ENOENT before the seal, -ETIMEDOUT),
+ * or is lost (each object read back intact; nothing left in the store at the end).
+ */
+struct storm_worker {
+	pthread_t tid;
+	coffer_handle_t conn;
+	unsigned int id, failures, step;
+	int first_err;
+};
+
+static atomic_int storm_stop;
+
+static void storm_fail(struct storm_worker *w, int rc, unsigned int step)
+{
+	if (w->failures++ == 0) {
+		w->first_err = rc;
+		w->step = step;
+	}
+}
+
+static void *storm_main(void *arg)
+{
+	struct storm_worker *w = arg;
+	struct coffer_store_info info;
+
+	for (unsigned int i = 0; i < 150; i++) {
+		struct coffer_oid oid, none;
+		const void *rd = NULL;
+		uint64_t sz = 0;
+		void *wr = NULL;
+		int rc;
+
+		make_oid(&oid, 60 + w->id, i);
+		make_oid(&none, 70 + w->id, i);
+		rc = coffer_obj_create_oid(w->conn, &oid, 4096, 0, &wr, NULL);
+		if (rc == 0) {
+			fill(wr, 4096, i);
+			rc = coffer_obj_seal_oid(w->conn, &oid, COFFER_SEAL_RELEASE, NULL);
+		}
+		if (rc == 0)
+			rc = coffer_obj_get_oid(w->conn, &oid, 1000 * 1000, &rd, &sz, NULL);
+		if (rc == 0 && (sz != 4096 || !check(rd, 4096, i)))
+			rc = -EIO;
+		if (rc == 0)
+			rc = coffer_obj_release_oid(w->conn, &oid, NULL);
+		if (rc == 0)
+			rc = coffer_obj_delete(w->conn, &oid, NULL);
+		if (rc != 0)
+			storm_fail(w, rc, i);
+		if (i % 10 == 0 && (rc = coffer_store_query(w->conn, &info)) != 0)
+			storm_fail(w, rc, 1000 + i);
+		if (i % 5 == 0 &&
+		    (rc = coffer_obj_get_oid(w->conn, &none, 20 * 1000, &rd, &sz, NULL)) != -ENOENT)
+			storm_fail(w, rc, 2000 + i);
+	}
+	return NULL;
+}
+
+static void *storm_signaller(void *arg)
+{
+	struct storm_worker *w = arg;
+
+	while (!atomic_load(&storm_stop)) {
+		for (unsigned int i = 0; i < 4; i++)
+			pthread_kill(w[i].tid, SIGUSR1);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void test_calls_under_signal_storm(void **state)
+{
+	struct tctx *t = *state;
+	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;
+	struct storm_worker w[4];
+	struct coffer_store_info info;
+	coffer_handle_t c;
+	pthread_t sig;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	atomic_store(&storm_stop, 0);
+	for (unsigned int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].id = i;
+		w[i].conn = c;
+		assert_int_equal(pthread_create(&w[i].tid, NULL, storm_main, &w[i]), 0);
+	}
+	assert_int_equal(pthread_create(&sig, NULL, storm_signaller, w), 0);
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(w[i].tid, NULL), 0);
+	atomic_store(&storm_stop, 1);
+	assert_int_equal(pthread_join(sig, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	for (unsigned int i = 0; i < 4; i++) {
+		if (w[i].failures)
+			fprintf(stderr, "worker %u: %u failures, first %s at step %u\n", i,
+				w[i].failures, coffer_strerror(w[i].first_err), w[i].step);
+		assert_int_equal(w[i].failures, 0);
+	}
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 static void test_ctl_timeout_under_signals(void **state)
 {
 	struct tctx *t = *state;
@@ -3925,6 +4037,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_calls_under_signal_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_answer_while_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
