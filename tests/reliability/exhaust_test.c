@@ -213,6 +213,15 @@ static void test_fd_limit(void **state)
 		assert_int_equal(rc_contains(&held[0], 1), 0);
 	}
 
+	/* libcoffer reports the refusal as the store said it, -EMFILE (at accept, or answering
+	 * HELLO when its doorbells find no fd): a status docs/protocol.md gives HELLO, never
+	 * the broken store's -EPROTO. */
+	{
+		coffer_handle_t lc;
+
+		assert_int_equal(coffer_connect(g_store.sock, &lc), -EMFILE);
+	}
+
 	/* The clients it has still work. */
 	for (i = 0; i < nheld; i++) {
 		const void *d;
