@@ -1785,9 +1785,8 @@ struct storm_worker {
 	coffer_handle_t conn;
 	unsigned int id, failures, step;
 	int first_err;
+	atomic_int done; /* its calls are over (it is joined only after the signaller) */
 };
-
-static atomic_int storm_stop;
 
 static void storm_fail(struct storm_worker *w, int rc, unsigned int step)
 {
@@ -1832,6 +1831,7 @@ static void *storm_main(void *arg)
 		    (rc = coffer_obj_get_oid(w->conn, &none, 20 * 1000, &rd, &sz, NULL)) != -ENOENT)
 			storm_fail(w, rc, 2000 + i);
 	}
+	atomic_store(&w->done, 1);
 	return NULL;
 }
 
@@ -1839,12 +1839,19 @@ static void *storm_signaller(void *arg)
 {
 	struct storm_worker *w = arg;
 
-	while (!atomic_load(&storm_stop)) {
+	for (;;) {
+		unsigned int busy = 0;
+
+		/* a worker's pthread_t stays valid until it is joined, after this returns */
 		for (unsigned int i = 0; i < 4; i++)
-			pthread_kill(w[i].tid, SIGUSR1);
+			if (!atomic_load(&w[i].done)) {
+				pthread_kill(w[i].tid, SIGUSR1);
+				busy++;
+			}
+		if (busy == 0)
+			return NULL;
 		usleep(1000);
 	}
-	return NULL;
 }
 
 static void test_calls_under_signal_storm(void **state)
@@ -1858,18 +1865,17 @@ static void test_calls_under_signal_storm(void **state)
 
 	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
 	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
-	atomic_store(&storm_stop, 0);
 	for (unsigned int i = 0; i < 4; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].id = i;
 		w[i].conn = c;
+		atomic_init(&w[i].done, 0);
 		assert_int_equal(pthread_create(&w[i].tid, NULL, storm_main, &w[i]), 0);
 	}
 	assert_int_equal(pthread_create(&sig, NULL, storm_signaller, w), 0);
+	assert_int_equal(pthread_join(sig, NULL), 0);
 	for (unsigned int i = 0; i < 4; i++)
 		assert_int_equal(pthread_join(w[i].tid, NULL), 0);
-	atomic_store(&storm_stop, 1);
-	assert_int_equal(pthread_join(sig, NULL), 0);
 	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
 	for (unsigned int i = 0; i < 4; i++) {
 		if (w[i].failures)
