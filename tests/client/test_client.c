@@ -1771,6 +1771,124 @@ static int connect_under_signals(const char *path, struct sig_tick *s)
 	return rc;
 }
 
+/*
+ * common.h: no call fails or returns early for a signal. Four threads share one connection -
+ * blocking puts, gets (found, and of an ID nobody seals, which waits out its timeout),
+ * releases, deletes on the rings, and control exchanges (coffer_store_query(), whose socket
+ * timeouts every EINTR retry rewrites, serialized on the connection) - while each takes
+ * SIGUSR1 (no SA_RESTART) every millisecond. Every call answers what it would without the
+ * signals: nothing fails with -EINTR, times out early (-ENOENT before the seal, -ETIMEDOUT),
+ * or is lost (each object read back intact; nothing left in the store at the end).
+ */
+struct storm_worker {
+	pthread_t tid;
+	coffer_handle_t conn;
+	unsigned int id, failures, step;
+	int first_err;
+	atomic_int done; /* its calls are over (it is joined only after the signaller) */
+};
+
+static void storm_fail(struct storm_worker *w, int rc, unsigned int step)
+{
+	if (w->failures++ == 0) {
+		w->first_err = rc;
+		w->step = step;
+	}
+}
+
+static void *storm_main(void *arg)
+{
+	struct storm_worker *w = arg;
+	struct coffer_store_info info;
+
+	for (unsigned int i = 0; i < 150; i++) {
+		struct coffer_oid oid, none;
+		const void *rd = NULL;
+		uint64_t sz = 0;
+		void *wr = NULL;
+		int rc;
+
+		make_oid(&oid, 60 + w->id, i);
+		make_oid(&none, 70 + w->id, i);
+		rc = coffer_obj_create_oid(w->conn, &oid, 4096, 0, &wr, NULL);
+		if (rc == 0) {
+			fill(wr, 4096, i);
+			rc = coffer_obj_seal_oid(w->conn, &oid, COFFER_SEAL_RELEASE, NULL);
+		}
+		if (rc == 0)
+			rc = coffer_obj_get_oid(w->conn, &oid, 1000 * 1000, &rd, &sz, NULL);
+		if (rc == 0 && (sz != 4096 || !check(rd, 4096, i)))
+			rc = -EIO;
+		if (rc == 0)
+			rc = coffer_obj_release_oid(w->conn, &oid, NULL);
+		if (rc == 0)
+			rc = coffer_obj_delete(w->conn, &oid, NULL);
+		if (rc != 0)
+			storm_fail(w, rc, i);
+		if (i % 10 == 0 && (rc = coffer_store_query(w->conn, &info)) != 0)
+			storm_fail(w, rc, 1000 + i);
+		if (i % 5 == 0 &&
+		    (rc = coffer_obj_get_oid(w->conn, &none, 20 * 1000, &rd, &sz, NULL)) != -ENOENT)
+			storm_fail(w, rc, 2000 + i);
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static void *storm_signaller(void *arg)
+{
+	struct storm_worker *w = arg;
+
+	for (;;) {
+		unsigned int busy = 0;
+
+		/* a worker's pthread_t stays valid until it is joined, after this returns */
+		for (unsigned int i = 0; i < 4; i++)
+			if (!atomic_load(&w[i].done)) {
+				pthread_kill(w[i].tid, SIGUSR1);
+				busy++;
+			}
+		if (busy == 0)
+			return NULL;
+		usleep(1000);
+	}
+}
+
+static void test_calls_under_signal_storm(void **state)
+{
+	struct tctx *t = *state;
+	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;
+	struct storm_worker w[4];
+	struct coffer_store_info info;
+	coffer_handle_t c;
+	pthread_t sig;
+
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	for (unsigned int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].id = i;
+		w[i].conn = c;
+		atomic_init(&w[i].done, 0);
+		assert_int_equal(pthread_create(&w[i].tid, NULL, storm_main, &w[i]), 0);
+	}
+	assert_int_equal(pthread_create(&sig, NULL, storm_signaller, w), 0);
+	assert_int_equal(pthread_join(sig, NULL), 0);
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(w[i].tid, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	for (unsigned int i = 0; i < 4; i++) {
+		if (w[i].failures)
+			fprintf(stderr, "worker %u: %u failures, first %s at step %u\n", i,
+				w[i].failures, coffer_strerror(w[i].first_err), w[i].step);
+		assert_int_equal(w[i].failures, 0);
+	}
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 static void test_ctl_timeout_under_signals(void **state)
 {
 	struct tctx *t = *state;
@@ -3449,6 +3567,55 @@ static void test_read_oid_keeps_cached(void **state)
 	assert_int_equal(store_stop(&f), 0);
 }
 
+/*
+ * The store's refusal of a reservation past COFFER_RESERVE_MAX (-EAGAIN) reaches the caller as
+ * -EAGAIN through the ring, as store.h says: a status docs/protocol.md gives RESERVE, which
+ * the client's reply check (coffer__rep_check()) must not take for a broken store's -EPROTO;
+ * the blocks reserved before it stay the caller's and the connection stays usable.
+ */
+static void test_reserve_limit_status(void **state)
+{
+	struct tctx *t = *state;
+	enum { BATCH = COFFER_GET_BULK_MAX };
+	void **blk = calloc(COFFER_RESERVE_MAX + BATCH, sizeof(*blk));
+	struct coffer_store_info info;
+	coffer_handle_t c, c2;
+	unsigned int n = 0;
+	void *one = NULL;
+
+	assert_non_null(blk);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+	while (n < COFFER_RESERVE_MAX) {
+		unsigned int k = COFFER_RESERVE_MAX - n < BATCH ? COFFER_RESERVE_MAX - n : BATCH;
+
+		assert_int_equal(coffer_obj_reserve(c, 64, k, blk + n, NULL), 0);
+		n += k;
+	}
+	/* one more, alone and in a batch: -EAGAIN, nothing reserved */
+	one = &one;
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, &one, NULL), -EAGAIN);
+	assert_null(one);
+	assert_int_equal(coffer_obj_reserve(c, 64, 3, blk + n, NULL), -EAGAIN);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_null(blk[n + i]);
+	/* the limit is per connection: another one still reserves */
+	assert_int_equal(coffer_obj_reserve(c2, 64, 1, &one, NULL), 0);
+	assert_int_equal(coffer_obj_unreserve(c2, one, NULL), 0);
+	/* the connection still works, and its reservations are intact */
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.reserved_blocks, COFFER_RESERVE_MAX);
+	assert_int_equal(coffer_obj_unreserve(c, blk[0], NULL), 0);
+	assert_int_equal(coffer_obj_reserve(c, 64, 1, &blk[0], NULL), 0);
+	for (unsigned int i = 0; i < COFFER_RESERVE_MAX; i++)
+		assert_int_equal(coffer_obj_unreserve(c, blk[i], NULL), 0);
+	assert_int_equal(coffer_store_query(c, &info), 0);
+	assert_int_equal(info.reserved_blocks, 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	free(blk);
+}
+
 static void test_put_reserved(void **state)
 {
 	struct tctx *t = *state;
@@ -3876,6 +4043,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_calls_under_signal_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_answer_while_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
@@ -3896,6 +4064,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_read_oid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid_vs_replace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_put_reserved, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reserve_limit_status, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_oid_keeps_cached, setup, teardown),
 	};
 

@@ -155,6 +155,7 @@ static void test_connect_cycles(void **state)
 /* ------------------------------------------------------------------ fd limit */
 
 #define HELD_MAX 64
+#define LIB_EQS	 16 /* channels a libcoffer client opens at the store's fd limit */
 
 static void test_fd_limit(void **state)
 {
@@ -162,7 +163,11 @@ static void test_fd_limit(void **state)
 	struct rc_conn held[HELD_MAX], extra[16];
 	struct coffer_store_info info;
 	struct rel_proc p0, p1;
-	int nheld = 0, refused = 0, i, rc;
+	struct coffer_oid oid = {.id = {1}};
+	coffer_handle_t lc0, eqs[LIB_EQS];
+	struct coffer_event evs[LIB_EQS];
+	bool present = true;
+	int nheld = 0, refused = 0, neq, i, rc;
 
 	(void)state;
 	/* The store inherits the limit; the test process keeps its own. */
@@ -174,6 +179,8 @@ static void test_fd_limit(void **state)
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 	assert_int_equal(rc, 0);
 
+	/* a libcoffer client in before the limit, with no channel yet */
+	assert_int_equal(coffer_connect(g_store.sock, &lc0), 0);
 	/* Connect until the store refuses (it closes what it cannot keep). */
 	while (nheld < HELD_MAX && refused < 3) {
 		rc = rc_connect(&held[nheld], g_store.sock);
@@ -213,6 +220,37 @@ static void test_fd_limit(void **state)
 		assert_int_equal(rc_contains(&held[0], 1), 0);
 	}
 
+	/* libcoffer reports the refusal as the store said it, -EMFILE (at accept, or answering
+	 * HELLO when its doorbells find no fd): a status docs/protocol.md gives HELLO, never
+	 * the broken store's -EPROTO. */
+	{
+		coffer_handle_t lc;
+
+		assert_int_equal(coffer_connect(g_store.sock, &lc), -EMFILE);
+	}
+	/* ... and a CHANNEL_OPEN refused for want of fds (its doorbell dropped by the kernel,
+	 * or no fd for the rings) reaches the call that needed the channel as -EMFILE: one
+	 * channel per EQ, each holding its doorbell's fd in the store, until one is refused
+	 * (the refusals above may have left the store a few fds) */
+	for (neq = 0; neq < LIB_EQS; neq++) {
+		struct coffer_event *done;
+
+		assert_int_equal(coffer_eq_create(&eqs[neq]), 0);
+		assert_int_equal(coffer_event_init(&evs[neq], eqs[neq], NULL), 0);
+		rc = coffer_obj_contains(lc0, &oid, &present, &evs[neq]);
+		if (rc != 0) {
+			neq++;
+			break;
+		}
+		assert_int_equal(coffer_eq_poll(eqs[neq], 1, 10 * 1000 * 1000, 1, &done), 1);
+		assert_int_equal(evs[neq].ev_error, 0);
+	}
+	assert_int_equal(rc, -EMFILE);
+	for (i = 0; i < neq; i++) {
+		assert_int_equal(coffer_event_fini(&evs[i]), 0);
+		assert_int_equal(coffer_eq_destroy(eqs[i], 0), 0);
+	}
+
 	/* The clients it has still work. */
 	for (i = 0; i < nheld; i++) {
 		const void *d;
@@ -240,6 +278,10 @@ static void test_fd_limit(void **state)
 		rel_sleep_us(10000);
 	}
 	assert_true(i < 200);
+	/* the refusal was not fatal: with fds free again the channel opens */
+	assert_int_equal(coffer_obj_contains(lc0, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_disconnect(lc0), 0);
 	settle(&held[0], (uint64_t)nheld, &info);
 	assert_int_equal(info.used_bytes, 0);
 	for (i = 0; i < nheld; i++)

@@ -6,7 +6,8 @@
  *  - A get waiting on the socket is woken while the store cannot allocate: the client gets
  *    its reply (the object, or -ENOMEM) and keeps its connection; it is not closed for the
  *    store's shortage.
- *  - A client connecting during the shortage gets an ERROR message -ENOMEM, not bare EOF.
+ *  - A client connecting during the shortage gets an ERROR message -ENOMEM, not bare EOF
+ *    (coffer_connect(): -ENOMEM).
  *  - A socket get that would wait, asked during the shortage, is answered -ENOMEM; one of
  *    a present, sealed object is answered with the object (it needs no reply buffer).
  *  - Afterwards every client works, new ones connect, and the store exits cleanly (its
@@ -19,7 +20,8 @@
  *  - Likewise at the store's open-file limit (fcntl(F_DUPFD_CLOEXEC) failing): a
  *    CHANNEL_OPEN_REPLY its full socket holds keeps its fd without a copy.
  * And a store that cannot watch another connection (epoll_ctl ENOSPC: the user's
- * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC and keeps serving the others.
+ * fs.epoll.max_user_watches) refuses it with ERROR -ENOSPC (coffer_connect(): -ENOSPC) and
+ * keeps serving the others.
  */
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +41,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include <coffer/store.h>
 
 #include "tests/store/rawclient.h"
 
@@ -76,6 +80,16 @@ static void refused_with(const char *sock, int status)
 	memcpy(&err, buf + sizeof(h), sizeof(err));
 	assert_int_equal(err.status, status);
 	rc_close(&c);
+}
+
+/* coffer_connect() to @sock, refused with ERROR @status, returns @status: one
+ * docs/protocol.md gives a refusal answering HELLO, which libcoffer passes on (any other it
+ * reports as the broken store's -EPROTO). */
+static void lib_refused_with(const char *sock, int status)
+{
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(sock, &c), status);
 }
 
 /* A socket GET of @oidn that waits forever, sent without waiting for its reply. */
@@ -117,6 +131,7 @@ static void test_store_short_of_memory(void **state)
 
 	/* a connection during the shortage is refused with a reason */
 	refused_with(st.sock, -ENOMEM);
+	lib_refused_with(st.sock, -ENOMEM);
 
 	/* a full connect fails too (-EPROTO, or -EPIPE when the store closed first); a get
 	 * that would wait is refused, and b stays connected */
@@ -329,6 +344,7 @@ static void test_store_cannot_watch(void **state)
 	assert_non_null(f);
 	fclose(f);
 	refused_with(st.sock, -ENOSPC);
+	lib_refused_with(st.sock, -ENOSPC);
 	assert_int_equal(rc_put(&a, 1, 64, 1), 0);
 	assert_int_equal(unlink(g_watch), 0);
 	assert_int_equal(rc_connect(&d, st.sock), 0);

@@ -40,6 +40,17 @@ static void ot_new(struct coffer__ot **ot)
 	coffer__ot_set_index(*ot, g_index, g_access, INDEX_SLOTS, 0x5eed);
 }
 
+/* What the table answered is what libcoffer takes from a store that works (coffer__rep_check()
+ * and, on a channel, runtime/channel.c's refusal of a GET's -EAGAIN): a status the store
+ * sends that the client's per-op table lacks would reach the caller as -EPROTO. Segment 1,
+ * as every table here is created with; offsets are checked by the tests themselves. */
+static void assert_client_accepts(const struct coffer_rep *rep, uint16_t op, uint32_t route)
+{
+	assert_int_equal(coffer__rep_check(rep, op, 1, UINT64_MAX), 0);
+	if (route != 0 && op == COFFER_OP_GET)
+		assert_int_not_equal(rep->status, -EAGAIN);
+}
+
 static struct coffer_rep delivered[64];
 static struct coffer__owner *delivered_to[64];
 static uint32_t delivered_route[64];
@@ -50,6 +61,7 @@ static void deliver(void *ctx, struct coffer__owner *ow, uint32_t route,
 {
 	(void)ctx;
 	assert_true(ndelivered < 64);
+	assert_client_accepts(rep, COFFER_OP_GET, route); /* only gets are answered later */
 	delivered[ndelivered] = *rep;
 	delivered_to[ndelivered] = ow;
 	delivered_route[ndelivered++] = route;
@@ -68,6 +80,7 @@ static int ex_req(struct coffer__ot *ot, struct coffer__owner *ow, struct coffer
 	if (coffer__ot_exec(ot, ow, r, 0, &rep) == 0)
 		return 1;
 	assert_int_equal(rep.tag, r->tag);
+	assert_client_accepts(&rep, r->op, 0);
 	assert_int_equal(coffer__ot_check(ot), 0);
 	if (out != NULL)
 		*out = rep;

@@ -3,18 +3,24 @@
  * tests/store/proto_test.c - unit tests of the protocol helpers shared by client and store
  * (runtime/proto.c): header/length/count validation, request field validation, reply
  * bounds checks, fd passing without leaks, the default socket path, and the size syntax of
- * the tools' command lines (coffer__parse_size).
+ * the tools' command lines (coffer__parse_size), and socket calls interrupted by signals
+ * (struct coffer__sock_wait).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -260,13 +266,117 @@ static void test_default_socket_path(void **state)
 	assert_true(strstr(buf, "coffer") != NULL);
 }
 
+/*
+ * Socket calls interrupted by signals (struct coffer__sock_wait): a thread blocked in
+ * coffer__recv_fds() or coffer__send_fds() takes SIGUSR1 (no SA_RESTART) every 5 ms; after
+ * 20 of them the peer sends, or reads what fills the buffer. The call returns the message
+ * (never -EINTR, nor -EAGAIN while its timeout has time left), and the socket's timeouts are
+ * the caller's again afterwards: each retry shortened them to what was left, and a socket left
+ * with one of those would time the next control exchange out early (-ETIMEDOUT fails the
+ * connection). A socket without a timeout keeps none.
+ */
+struct tick {
+	pthread_t target;
+	int peer;
+	bool drain; /* the peer reads (the target sends), else it sends */
+	atomic_int done;
+};
+
+static void tick_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *tick_main(void *arg)
+{
+	struct tick *k = arg;
+	char buf[4096];
+
+	for (int i = 0; !atomic_load(&k->done); i++) {
+		if (i == 20 && k->drain)
+			while (recv(k->peer, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				;
+		else if (i == 20)
+			assert_int_equal(send(k->peer, "late", 4, 0), 4);
+		pthread_kill(k->target, SIGUSR1);
+		usleep(5000);
+	}
+	return NULL;
+}
+
+static void get_timeo(int fd, int opt, struct timeval *tv)
+{
+	socklen_t len = sizeof(*tv);
+
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, opt, tv, &len), 0);
+}
+
+static void sock_wait_case(unsigned int timeout_ms, bool send_side)
+{
+	struct sigaction sa = {.sa_handler = tick_handler}, old;
+	struct tick k = {.target = pthread_self(), .drain = send_side};
+	struct timeval rcv0, snd0, rcv, snd;
+	int sv[2], fds[1];
+	unsigned int nfds;
+	char buf[4096];
+	pthread_t th;
+	long n;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(coffer__sock_set_timeout(sv[0], timeout_ms), 0);
+	get_timeo(sv[0], SO_RCVTIMEO, &rcv0);
+	get_timeo(sv[0], SO_SNDTIMEO, &snd0);
+	memset(buf, 0, sizeof(buf));
+	if (send_side) /* fill sv[0]'s send buffer: the next send blocks */
+		while (send(sv[0], buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+	k.peer = sv[1];
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_int_equal(pthread_create(&th, NULL, tick_main, &k), 0);
+	if (send_side)
+		n = coffer__send_fds(sv[0], buf, sizeof(buf), NULL, 0, 0);
+	else
+		n = coffer__recv_fds(sv[0], buf, sizeof(buf), fds, &nfds, 1, 0);
+	atomic_store(&k.done, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	if (send_side) {
+		assert_int_equal(n, sizeof(buf));
+	} else {
+		assert_int_equal(n, 4);
+		assert_memory_equal(buf, "late", 4);
+		assert_int_equal(nfds, 0);
+	}
+	get_timeo(sv[0], SO_RCVTIMEO, &rcv);
+	get_timeo(sv[0], SO_SNDTIMEO, &snd);
+	assert_int_equal(rcv.tv_sec, rcv0.tv_sec);
+	assert_int_equal(rcv.tv_usec, rcv0.tv_usec);
+	assert_int_equal(snd.tv_sec, snd0.tv_sec);
+	assert_int_equal(snd.tv_usec, snd0.tv_usec);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_sock_wait_under_signals(void **state)
+{
+	(void)state;
+	sock_wait_case(5000, false);
+	sock_wait_case(5000, true);
+	sock_wait_case(0, false); /* no timeout: retried for ever, still none */
+	sock_wait_case(0, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_msg_check),		cmocka_unit_test(test_req_check),
-	    cmocka_unit_test(test_rep_check),		cmocka_unit_test(test_fd_passing),
-	    cmocka_unit_test(test_fd_passing_at_limit), cmocka_unit_test(test_default_socket_path),
+	    cmocka_unit_test(test_msg_check),
+	    cmocka_unit_test(test_req_check),
+	    cmocka_unit_test(test_rep_check),
+	    cmocka_unit_test(test_fd_passing),
+	    cmocka_unit_test(test_fd_passing_at_limit),
+	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_parse_size),
+	    cmocka_unit_test(test_sock_wait_under_signals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
