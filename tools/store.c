@@ -45,7 +45,9 @@
  * - Nothing a client sends can make the store block, fault or write to a freed session:
  *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, the
  *   one reply that found its socket full waits in the session and the store stops reading
- *   its requests (back-pressure), while its deferred get replies wait in sock_reps.
+ *   its requests (back-pressure), while its deferred get replies wait in sock_reps; from
+ *   the send that found the socket full until EPOLLOUT reports room, nothing is sent to it
+ *   (no send that would fail per delivery), and EPOLLOUT is dropped once all went out.
  * - No socket reply needs memory when it is sent: a store short of memory must keep its
  *   clients (tests/reliability/README.md, 11b), and a reply computed but not kept would
  *   leave the client waiting for good. A message is read only when its reply has room: a
@@ -342,6 +344,7 @@ static void outmsg_close_fds(struct outmsg *m)
 }
 
 static void flush_sock_reps(struct store *st, struct sess *s);
+static void send_sock_reps(struct store *st, struct sess *s);
 
 /*
  * Sends a reply to the message just read, or keeps it in one of @s's reserves when the
@@ -363,7 +366,7 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 		close_owned(fds, nfds, owned);
 		return;
 	}
-	if (s->queued == NULL) {
+	if (s->queued == NULL && !s->epollout) { /* epollout: found full, wait for room */
 		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
 		if (rc >= 0 || rc != -EAGAIN) {
 			close_owned(fds, nfds, owned);
@@ -408,7 +411,7 @@ static void sess_flush_outq(struct store *st, struct sess *s)
 		outmsg_close_fds(m);
 		s->queued = NULL;
 	}
-	flush_sock_reps(st, s);
+	send_sock_reps(st, s);
 	if (s->epollout && !s->doomed && s->queued == NULL && s->nsock_reps == 0) {
 		s->epollout = 0;
 		set_events(st, s);
@@ -475,7 +478,7 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 /* Sends @s's deferred socket replies, a batch a message, after the reply that waits for
  * room; what the socket has no room for stays in sock_reps (its slots were reserved when
  * the gets began to wait), sent when the client reads (sess_flush_outq()). */
-static void flush_sock_reps(struct store *st, struct sess *s)
+static void send_sock_reps(struct store *st, struct sess *s)
 {
 	unsigned char buf[REPLY_BIG_MAX];
 	struct coffer_msg_hdr h;
@@ -505,6 +508,20 @@ static void flush_sock_reps(struct store *st, struct sess *s)
 		s->nsock_reps -= k;
 		memmove(s->sock_reps, s->sock_reps + k, s->nsock_reps * sizeof(struct coffer_rep));
 	}
+}
+
+/*
+ * Sends @s's deferred socket replies (send_sock_reps()) unless its socket was found full:
+ * then they wait for EPOLLOUT (sess_flush_outq()), and a delivery only adds to sock_reps.
+ * Trying anyway cost the store a send failing with EAGAIN per delivery (each get woken or
+ * timed out past a full batch, and each round that woke one) for as long as the client did
+ * not read: up to 4096 (COFFER_OT_SOCK_WAITERS_MAX) per client and full socket
+ * (test_full_socket_no_send_per_delivery).
+ */
+static void flush_sock_reps(struct store *st, struct sess *s)
+{
+	if (!s->epollout)
+		send_sock_reps(st, s);
 }
 
 /* ---------------------------------------------------------------- channels */

@@ -24,34 +24,6 @@
 
 static int cycles = 2000;
 
-/* utime + stime of @pid in clock ticks. */
-static long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	if (fgets(buf, sizeof(buf), f) == NULL) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	p = strrchr(buf, ')');
-	if (p == NULL)
-		return -1;
-	/* fields after ')': 3 state ... 14 utime 15 stime */
-	for (i = 0; i < 11 && p != NULL; i++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p, " %lu %lu", &ut, &st) != 2)
-		return -1;
-	return (long)(ut + st);
-}
-
 static void test_connect_cycles(void **state)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
@@ -125,9 +97,9 @@ static void test_fd_exhaustion(void **state)
 		struct rc_conn pending;
 
 		assert_int_equal(rc_connect_raw(&pending, st.sock), 0);
-		t0 = cpu_ticks(st.pid);
+		t0 = rc_cpu_ticks(st.pid);
 		usleep(500000);
-		t1 = cpu_ticks(st.pid);
+		t1 = rc_cpu_ticks(st.pid);
 		rc_close(&pending);
 	}
 	fprintf(stderr,
@@ -252,9 +224,9 @@ static long cpu_ticks_in_1s(const struct rc_store *st, unsigned int settle_us, c
 	long t0, t1;
 
 	usleep(settle_us);
-	t0 = cpu_ticks(st->pid);
+	t0 = rc_cpu_ticks(st->pid);
 	usleep(1000000);
-	t1 = cpu_ticks(st->pid);
+	t1 = rc_cpu_ticks(st->pid);
 	fprintf(stderr, "%s: %ld ticks of CPU in 1 s\n", what, t1 - t0);
 	return t1 - t0;
 }

@@ -103,6 +103,23 @@ static int setup16_awake(void **state)
 }
 
 /* Exactly 1 MiB of ordinary memory: eviction and capacity tests count bytes. */
+/* setup16 against coffer-store-sendcount (send_count.c: each send failing EAGAIN logged). */
+static int setup16_sendcount(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE"),
+		   *counting = getenv("COFFER_STORE_SENDCOUNT_EXE");
+	char saved[512];
+	int rc;
+
+	if (exe == NULL || counting == NULL)
+		return -1;
+	snprintf(saved, sizeof(saved), "%s", exe);
+	setenv("COFFER_STORE_EXE", counting, 1);
+	rc = setup16(state);
+	setenv("COFFER_STORE_EXE", saved, 1);
+	return rc;
+}
+
 static int setup1m(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
@@ -399,6 +416,114 @@ static void test_deferred_replies_full_socket(void **state)
 	for (i = 0; i < BATCHES * COFFER_MSG_BATCH_MAX; i++)
 		assert_int_equal(rc_release(&f->a, 1), 0);
 	assert_int_equal(rc_delete(&f->a, 1), 0);
+	assert_int_equal(used(f), 0);
+}
+
+/* Sends @n requests @op on ObjectIDs first..first+n-1 (@size each), a batch a message, and
+ * asserts that each is answered 0. */
+static void each_ok(struct rc_conn *c, uint16_t op, uint64_t first, unsigned int n, uint64_t size)
+{
+	static struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	static struct coffer_rep rep[COFFER_MSG_BATCH_MAX];
+
+	for (unsigned int done = 0; done < n;) {
+		unsigned int k = n - done < COFFER_MSG_BATCH_MAX ? n - done : COFFER_MSG_BATCH_MAX;
+
+		for (unsigned int i = 0; i < k; i++) {
+			rc_req_init(c, &r[i], op, first + done + i);
+			r[i].size = size;
+		}
+		assert_int_equal(rc_batch(c, r, k, rep, k, 5000), (int)k);
+		for (unsigned int i = 0; i < k; i++)
+			assert_int_equal(rep[i].status, 0);
+		done += k;
+	}
+}
+
+/* Lines of @st's log (its stderr) that contain @what. */
+static unsigned int log_count(const struct rc_store *st, const char *what)
+{
+	char path[160], line[512];
+	unsigned int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/store.log", st->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A client stops reading while the store wakes its waiting gets one at a time (a seal each):
+ * from the send that finds its socket full, the store sends it nothing until the socket has
+ * room again (EPOLLOUT) - it used to make a send failing with EAGAIN for every get woken, a
+ * few thousand here - and meanwhile it idles. When the client reads again, every reply comes
+ * exactly once and the store reads the client again.
+ */
+static void test_full_socket_no_send_per_delivery(void **state)
+{
+	/* the most socket gets one client may have waiting (COFFER_OT_SOCK_WAITERS_MAX); each
+	 * wakes alone, so its reply is a message of its own, and some hundred fill a socket */
+	enum { N = 4096, OID = 1000 };
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	static unsigned char seen[N];
+	static struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	struct fx *f = *state;
+	struct coffer_store_info info;
+	uint64_t first_tag = f->a.next_tag;
+	unsigned int i, replies = 0, sent_full;
+	long t0, t1;
+
+	each_ok(&f->b, COFFER_OP_CREATE, OID, N, 64);
+	for (unsigned int done = 0; done < N; done += COFFER_MSG_BATCH_MAX) {
+		for (i = 0; i < COFFER_MSG_BATCH_MAX; i++) {
+			rc_req_init(&f->a, &r[i], COFFER_OP_GET, OID + done + i);
+			r[i].timeout_us = -1;
+		}
+		/* the store reads us: nothing of ours waits for room yet */
+		assert_int_equal(rc_batch(&f->a, r, COFFER_MSG_BATCH_MAX, NULL, 0, 0), 0);
+	}
+	assert_int_equal(rc_query(&f->a, &info), 0); /* every get read and waiting */
+	assert_int_equal(log_count(&f->st, "coffer-test: send EAGAIN"), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(rc_seal(&f->b, OID + i, COFFER_SEAL_RELEASE), 0);
+	/* a's socket filled (one send found it full), and nothing was sent into it after that */
+	sent_full = log_count(&f->st, "coffer-test: send EAGAIN");
+	assert_int_equal(sent_full, 1);
+	/* and the store idles (ticks of CPU it used, not time) */
+	t0 = rc_cpu_ticks(f->st.pid);
+	usleep(300000);
+	t1 = rc_cpu_ticks(f->st.pid);
+	assert_true(t0 >= 0 && t1 - t0 <= 2);
+
+	while (replies < N) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		for (i = 0; i < h.count; i++) {
+			struct coffer_rep rep;
+			uint64_t k;
+
+			memcpy(&rep, buf + sizeof(h) + i * sizeof(rep), sizeof(rep));
+			k = rep.tag - first_tag;
+			assert_true(k < N);
+			assert_int_equal(seen[k], 0); /* not twice */
+			seen[k] = 1;
+			assert_int_equal(rep.status, 0);
+			replies++;
+		}
+	}
+	/* all out: the store reads us again (EPOLLOUT dropped), and nothing more comes */
+	assert_int_equal(rc_query(&f->a, &info), 0);
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	each_ok(&f->a, COFFER_OP_RELEASE, OID, N, 0);
+	each_ok(&f->b, COFFER_OP_DELETE, OID, N, 0);
 	assert_int_equal(used(f), 0);
 }
 
@@ -1815,6 +1940,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_waits_without_blocking_store, setup16,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_replies_full_socket, setup16, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_socket_no_send_per_delivery,
+					    setup16_sendcount, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
