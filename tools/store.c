@@ -67,6 +67,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1703,6 +1704,22 @@ static void dispatch(struct store *st, struct epoll_event *ev)
 	}
 }
 
+/* Whether a stop signal came on @sigfd within @ms (it is read and logged then). */
+static bool stop_signalled(int sigfd, int ms)
+{
+	struct pollfd p = {.fd = sigfd, .events = POLLIN};
+	struct signalfd_siginfo si;
+
+	if (sigfd < 0) {
+		usleep((useconds_t)ms * 1000);
+		return false;
+	}
+	if (poll(&p, 1, ms) <= 0 || read(sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return false;
+	COFFER_LOG(COFFER_LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
+	return true;
+}
+
 /* How long a starting store waits for another one starting in the same directory. */
 #define LISTEN_LOCK_WAIT_MS 5000
 
@@ -1713,11 +1730,15 @@ static void dispatch(struct store *st, struct epoll_event *ev)
  * had just bound: that store ran on, ready, and no client could reach it
  * (test_concurrent_start_one_reachable). With it the second finds the first listening and
  * refuses. Waits up to LISTEN_LOCK_WAIT_MS for a store starting beside it (one stopped in
- * the middle of its start holds the lock longer). Return: the locked directory's fd (closing
- * it unlocks); -1 where the directory cannot be locked (cannot be opened, or flock(2) is not
- * supported: go on without, as before); -2 after the wait (logged; the caller refuses).
+ * the middle of its start holds the lock longer). The wait watches @sigfd (the store's
+ * signalfd: SIGTERM, SIGINT, SIGHUP are blocked by then), so a stop asked for meanwhile is
+ * acted on at once; it used to come only after the whole wait, and then as a refusal.
+ * Return: the locked directory's fd (closing it unlocks); -1 where the directory cannot be
+ * locked (cannot be opened, or flock(2) is not supported: go on without, as before); -2
+ * after the wait (logged; the caller refuses); -3 when a stop signal came first (logged;
+ * the caller stops, nothing bound; test_stop_while_waiting_for_dir_lock).
  */
-static int listen_lock(const char *path)
+static int listen_lock(const char *path, int sigfd)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	const char *slash = strrchr(path, '/');
@@ -1749,7 +1770,10 @@ static int listen_lock(const char *path)
 			close(fd);
 			return -2;
 		}
-		usleep(10000);
+		if (stop_signalled(sigfd, 10)) {
+			close(fd);
+			return -3;
+		}
 	}
 	return fd;
 }
@@ -1842,12 +1866,15 @@ static int bind_listener(struct store *st)
 }
 
 /* Binds and listens on the socket path (a stale socket there is replaced; anything else is
- * refused), under listen_lock(). Return: 0, or -1 (logged). */
+ * refused), under listen_lock(). Return: 0, or -1 (logged; st->stop set when a stop signal
+ * ended the wait for the lock). */
 static int make_listener(struct store *st)
 {
-	int lock = listen_lock(st->cfg->socket_path), rc;
+	int lock = listen_lock(st->cfg->socket_path, st->sigfd), rc;
 
-	if (lock == -2)
+	if (lock == -3)
+		st->stop = 1;
+	if (lock == -2 || lock == -3)
 		return -1;
 	rc = bind_listener(st);
 	if (lock >= 0)
@@ -1963,9 +1990,12 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	coffer__dl_init(&st->starved);
 	coffer__dl_init(&st->doomed);
 	if (setup(st) != 0) {
+		rc = st->stop ? 0 : 1; /* stopped while starting (signal): a clean stop */
 		teardown(st);
 		free(st);
-		return 1;
+		if (rc == 0)
+			COFFER_LOG(COFFER_LOG_NOTICE, "stopped");
+		return rc;
 	}
 	COFFER_LOG(COFFER_LOG_NOTICE, "arena %" PRIu64 " bytes, %s, segment %08x, %s", st->shm.size,
 		   st->shm.hugepages ? "hugepages" : "ordinary pages", st->shm.segment,

@@ -5,9 +5,11 @@
  * the raw protocol (socket REQUEST path and channel rings), and ends by checking that the
  * store's used bytes are back to what the sealed objects hold and that it stops cleanly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -1644,6 +1646,76 @@ static void test_start_dir_locked_by_other(void **state)
 	rmdir(dir);
 }
 
+/* Whether process @pid runs @exe (has exec'd it) and has a file open that is @path. */
+static bool runs_with_open(pid_t pid, const char *exe, const char *path)
+{
+	char dpath[64], fpath[320], target[PATH_MAX], real[PATH_MAX];
+	struct dirent *e;
+	bool found = false;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(dpath, sizeof(dpath), "/proc/%d/exe", (int)pid);
+	n = readlink(dpath, target, sizeof(target) - 1);
+	if (n <= 0 || realpath(exe, real) == NULL)
+		return false;
+	target[n] = '\0';
+	if (strcmp(target, real) != 0)
+		return false;
+	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
+	d = opendir(dpath);
+	if (d == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL) {
+		snprintf(fpath, sizeof(fpath), "%s/%s", dpath, e->d_name);
+		n = readlink(fpath, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			found = strcmp(target, path) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * SIGTERM reaches a store while it waits (up to 5 s) for its socket directory's lock: it
+ * stops at once, cleanly (exit 0, no socket, not the refusal after the wait). It used to
+ * see the signal only after the whole wait, and then exited 1 blaming the lock.
+ */
+static void test_stop_while_waiting_for_dir_lock(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], log[160];
+	int dfd, i, status = 0;
+	pid_t a;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(log, sizeof(log), "%s/a.log", dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(flock(dfd, LOCK_EX), 0);
+	a = spawn_store(exe, sock, log);
+	/* it opens the directory to lock it (its stop signals are blocked and watched by then);
+	 * before its exec the child still has our dfd */
+	for (i = 0; i < 2000 && !runs_with_open(a, exe, dir); i++)
+		usleep(5000);
+	assert_true(runs_with_open(a, exe, dir));
+	assert_int_equal(kill(a, SIGTERM), 0);
+	/* still locked by us: only the signal can end its start now; the wait is only a guard */
+	assert_int_equal(ready_or_exit(a, log, 20000, &status), 0);
+	close(dfd);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_false(file_has(log, "locked (flock)"));
+	assert_int_equal(access(sock, F_OK), -1); /* nothing left behind */
+	unlink(log);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1965,6 +2037,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_start_one_reachable),
 	    cmocka_unit_test(test_start_beside_full_listener),
 	    cmocka_unit_test(test_start_dir_locked_by_other),
+	    cmocka_unit_test(test_stop_while_waiting_for_dir_lock),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
