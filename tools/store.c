@@ -48,6 +48,8 @@
  *   its requests (back-pressure), while its deferred get replies wait in sock_reps; from
  *   the send that found the socket full until EPOLLOUT reports room, nothing is sent to it
  *   (no send that would fail per delivery), and EPOLLOUT is dropped once all went out.
+ * - A client that half-closes its socket (shutdown(SHUT_WR)) is read no more but keeps its
+ *   session - replies to what it asked, its references, its channels - until it closes.
  * - No socket reply needs memory when it is sent: a store short of memory must keep its
  *   clients (tests/reliability/README.md, 11b), and a reply computed but not kept would
  *   leave the client waiting for good. A message is read only when its reply has room: a
@@ -158,6 +160,9 @@ struct sess {
 	struct coffer__owner owner;
 	int fd;
 	int hello, doomed, epollout;
+	/* the client shut its sending side down (SHUT_WR): not read any more, but served - its
+	 * waiting gets, queued replies and channels - until it closes (EPOLLHUP) */
+	int rd_eof;
 	pid_t pid;
 	uid_t uid;
 	struct chan *chans[COFFER_CHANNELS_MAX];
@@ -308,13 +313,14 @@ static void doom(struct sess *s, const char *why)
 	coffer__dl_add_tail(s->doomed_list, &s->doomed_link);
 }
 
-/* Waits for room in the socket while a reply waits for it; else reads, unless starved (then
- * only a hang-up is reported, which epoll always reports). */
+/* Waits for room in the socket while a reply waits for it; else reads, unless starved or
+ * half-closed (then only a hang-up is reported, which epoll always reports; a half-closed
+ * socket would be readable - EOF - for good). */
 static void set_events(struct store *st, struct sess *s)
 {
-	struct epoll_event ev = {.events = s->epollout	? EPOLLOUT
-					   : s->starved ? 0
-							: EPOLLIN,
+	struct epoll_event ev = {.events = s->epollout		     ? EPOLLOUT
+					   : s->starved || s->rd_eof ? 0
+								     : EPOLLIN,
 				 .data.ptr = &s->kind};
 
 	(void)epoll_ctl(st->epfd, EPOLL_CTL_MOD, s->fd, &ev);
@@ -1166,7 +1172,8 @@ static void sess_read(struct store *st, struct sess *s, bool hup)
 {
 	int i;
 
-	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && !s->epollout; i++) {
+	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && !s->epollout && (!s->rd_eof || hup);
+	     i++) {
 		int fds[COFFER_MSG_FDS_MAX];
 		unsigned int nfds = 0;
 		long n;
@@ -1189,6 +1196,24 @@ static void sess_read(struct store *st, struct sess *s, bool hup)
 		}
 		if (n == -EMSGSIZE) {
 			send_error(st, s, -EPROTO, 1, "message too large or too many fds");
+			return;
+		}
+		if (n == 0 && !hup) {
+			/* Half-closed (shutdown(SHUT_WR)): no more requests, but the ones it sent
+			 * are answered, as a Unix-socket daemon answers a client that signals the
+			 * end of its requests so (nc -N, a HTTP/1.0 client): its waiting gets, its
+			 * queued replies and its channels, until it closes. Its references stay
+			 * until then, so an object it was given cannot be evicted under it. It
+			 * used to be closed here, and lost the replies of its waiting gets - unless
+			 * its socket was full, which put the EOF off until the replies had gone out
+			 * (test_half_closed_client_gets_its_replies). */
+			COFFER_LOG_RL(
+			    COFFER_LOG_INFO,
+			    "client pid %d: end of requests (half-closed); served until it "
+			    "closes",
+			    (int)s->pid);
+			s->rd_eof = 1;
+			set_events(st, s);
 			return;
 		}
 		if (n <= 0) {

@@ -529,6 +529,80 @@ static void test_full_socket_no_send_per_delivery(void **state)
 	assert_int_equal(used(f), 0);
 }
 
+/* The number of clients the store reports to @c. */
+static uint64_t clients(struct rc_conn *c)
+{
+	struct coffer_store_info info;
+
+	assert_int_equal(rc_query(c, &info), 0);
+	return info.clients;
+}
+
+/*
+ * A client that shuts its socket down for writing after its requests (shutdown(SHUT_WR), the
+ * Unix-socket way to say "that was all") still gets every reply it asked for - a get that
+ * waits for a seal, a get that times out - and keeps its session and references until it
+ * closes; then everything of it is gone. The store used to close it at the EOF, and the
+ * waiting gets' replies were lost.
+ */
+static void test_half_closed_client_gets_its_replies(void **state)
+{
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	struct fx *f = *state;
+	struct coffer_req r[3];
+	struct coffer_rep rep[3];
+	struct coffer_store_info info;
+	unsigned int got = 0;
+	uint64_t tag_x, tag_y;
+	int fds0 = rc_count_fds(f->st.pid);
+
+	assert_int_equal(rc_create(&f->b, 40, 4096, 0, NULL), 0);
+	rc_req_init(&f->a, &r[0], COFFER_OP_GET, 40); /* waits for b's seal */
+	r[0].timeout_us = -1;
+	rc_req_init(&f->a, &r[1], COFFER_OP_GET, 41); /* never created: times out */
+	r[1].timeout_us = 200000;
+	rc_req_init(&f->a, &r[2], COFFER_OP_CONTAINS, 40); /* answered at once */
+	tag_x = r[0].tag;
+	tag_y = r[1].tag;
+	assert_int_equal(rc_batch(&f->a, r, 3, rep, 1, 5000), 1);
+	assert_int_equal(rep[0].tag, r[2].tag);
+	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
+	/* a's EOF is ready before b's QUERY is sent, so the store handles it in the same
+	 * epoll_wait() batch as that QUERY or sooner: before b's seal */
+	assert_int_equal(clients(&f->b), 2);
+	assert_int_equal(rc_seal(&f->b, 40, COFFER_SEAL_RELEASE), 0);
+	while (got < 2) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed before its replies */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		for (unsigned int i = 0; i < h.count; i++, got++) {
+			memcpy(&rep[got], buf + sizeof(h) + i * sizeof(rep[0]), sizeof(rep[0]));
+			assert_true(got < 2);
+		}
+	}
+	assert_int_equal(rep[0].tag, tag_x);
+	assert_int_equal(rep[0].status, 0);
+	assert_int_equal(rep[0].size, 4096);
+	assert_int_equal(rep[1].tag, tag_y);
+	assert_int_equal(rep[1].status, -ENOENT);
+	/* still its session: nothing more comes, and its reference keeps the object */
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	assert_int_equal(clients(&f->b), 2);
+	assert_int_equal(rc_delete(&f->b, 40), 0); /* deferred: a holds it */
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	assert_int_equal(info.used_bytes, 4096);
+	rc_close(&f->a); /* now it is gone, and so is its reference */
+	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
+	assert_int_equal(used(f), 0);
+}
+
 static void test_replace_on_seal(void **state)
 {
 	struct fx *f = *state;
@@ -2014,6 +2088,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deferred_replies_full_socket, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_socket_no_send_per_delivery,
 					    setup16_sendcount, teardown),
+	    cmocka_unit_test_setup_teardown(test_half_closed_client_gets_its_replies, setup16,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
