@@ -1125,6 +1125,16 @@ static bool next_is_request(int fd)
 	return n == (ssize_t)sizeof(h) && h.type == COFFER_MSG_REQUEST;
 }
 
+/* Whether @fd's peer has shut its sending side down: a SOCK_SEQPACKET recv() returns 0 both
+ * for that and for an empty message, which is a protocol violation (and is followed by
+ * more messages). */
+static bool at_eof(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+}
+
 /* Allocates @s's reserve for a REQUEST's reply. Return: whether @s has one now. */
 static bool big_reserve(struct sess *s)
 {
@@ -1196,6 +1206,10 @@ static void sess_read(struct store *st, struct sess *s, bool hup)
 		}
 		if (n == -EMSGSIZE) {
 			send_error(st, s, -EPROTO, 1, "message too large or too many fds");
+			return;
+		}
+		if (n == 0 && !hup && !at_eof(s->fd)) {
+			send_error(st, s, -EPROTO, 1, "empty message");
 			return;
 		}
 		if (n == 0 && !hup) {
