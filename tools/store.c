@@ -352,6 +352,7 @@ static void outmsg_close_fds(struct outmsg *m)
 
 static void flush_sock_reps(struct store *st, struct sess *s);
 static void send_sock_reps(struct store *st, struct sess *s);
+static void fds_refused(struct store *st, struct sess *s, const unsigned char *reply);
 
 /*
  * Sends a reply to the message just read, or keeps it in one of @s's reserves when the
@@ -377,7 +378,9 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
 		if (rc >= 0 || rc != -EAGAIN) {
 			close_owned(fds, nfds, owned);
-			if (rc < 0)
+			if (rc == -ETOOMANYREFS && nfds > 0)
+				fds_refused(st, s, buf);
+			else if (rc < 0)
 				doom(s, "send failed");
 			return;
 		}
@@ -404,13 +407,23 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
  * went out. */
 static void sess_flush_outq(struct store *st, struct sess *s)
 {
-	struct outmsg *m = s->queued;
+	struct outmsg *m;
 
-	if (m != NULL && !s->doomed) {
+	while ((m = s->queued) != NULL && !s->doomed) {
 		long rc = coffer__send_fds(s->fd, m->buf, m->len, m->fds, m->nfds, MSG_DONTWAIT);
 
 		if (rc == -EAGAIN)
 			return;
+		if (rc == -ETOOMANYREFS && m->nfds > 0) {
+			unsigned char reply[REPLY_SMALL_MAX];
+
+			/* its answer may take the reserve it lies in: sent next time round */
+			memcpy(reply, m->buf, m->len < sizeof(reply) ? m->len : sizeof(reply));
+			outmsg_close_fds(m);
+			s->queued = NULL;
+			fds_refused(st, s, reply);
+			continue;
+		}
 		if (rc < 0) {
 			doom(s, "send failed");
 			return;
@@ -792,6 +805,38 @@ static void chan_close(struct store *st, struct chan *c)
 	close(c->rep_efd);
 	munmap(c->map, c->map_bytes);
 	free(c);
+}
+
+/*
+ * The kernel would not pass the fds of @reply (a HELLO_REPLY or a CHANNEL_OPEN_REPLY; they
+ * are closed already): ETOOMANYREFS, more fds sent by the store's user are in flight - sent,
+ * not yet received - than its RLIMIT_NOFILE (root, or CAP_SYS_RESOURCE, is exempt). Clients
+ * that do not read their replies hold them (a HELLO_REPLY holds five), so this is seldom the
+ * doing of the client at hand: it used to be closed ("send failed"), and a well-behaved
+ * client opening a channel beside a dozen stalled connects lost its connection
+ * (test_fds_in_flight). A CHANNEL_OPEN is answered -EMFILE instead, as when the store is out
+ * of fds, and the channel it opened is closed; a HELLO is refused (-EMFILE, fatal: there is
+ * no session without its fds), with that reason instead of bare EOF.
+ */
+static void fds_refused(struct store *st, struct sess *s, const unsigned char *reply)
+{
+	static const char why[] = "too many file descriptors in flight to clients that have "
+				  "not read them (ETOOMANYREFS)";
+	struct coffer_msg_hdr h;
+
+	memcpy(&h, reply, sizeof(h));
+	if (h.type == COFFER_MSG_CHANNEL_OPEN_REPLY) {
+		struct coffer_chan_open_reply r;
+
+		memcpy(&r, reply + sizeof(h), sizeof(r));
+		if (r.channel_id < COFFER_CHANNELS_MAX && s->chans[r.channel_id] != NULL)
+			chan_close(st, s->chans[r.channel_id]);
+		COFFER_LOG_RL(COFFER_LOG_WARN, "client pid %d: CHANNEL_OPEN refused: %s",
+			      (int)s->pid, why);
+		send_error(st, s, -EMFILE, 0, "CHANNEL_OPEN failed: %s", why);
+		return;
+	}
+	send_error(st, s, -EMFILE, 1, "HELLO refused: %s", why);
 }
 
 /*
