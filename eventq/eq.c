@@ -100,6 +100,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "runtime/nocancel.h"
 #include "runtime/rcu.h"
 
 #include "eventq/eq_impl.h"
@@ -388,6 +389,7 @@ static void eq_wake_waiters(struct coffer_eq *eq)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&eq->eq_waiters, memory_order_seq_cst) == 0)
 		return;
+	COFFER__NO_CANCEL(); /* write(2) is a cancellation point (runtime/nocancel.h) */
 	/* Each its own write: they used to share the EQ's fd, whose one write reached only
 	 * whoever drained it first - another tester, whose event still ran, slept on and the
 	 * one whose event we reaped slept on beside it (test_event_test_woken_beside_other_
@@ -449,6 +451,7 @@ static void eq_ring(struct coffer_eq *eq)
 	 * pays for the write(2). */
 	if (atomic_exchange_explicit(&eq->eq_rung, true, memory_order_acq_rel))
 		return;
+	COFFER__NO_CANCEL(); /* write(2) is a cancellation point (runtime/nocancel.h) */
 	if (write(eq->eq_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is saturated, so the fd is readable already. */
 	}
@@ -573,6 +576,10 @@ void coffer__eq_sleep(struct coffer_eq *eq, const struct timespec *deadline,
 
 	if (deadline != NULL && !deadline_left(deadline, &left))
 		return;
+	/* Not a cancellation point: a thread cancelled inside ppoll(), read() or close() left
+	 * eq_sleepers and eq_waiters raised, @w (on its stack) on the wake list, its eventfd
+	 * open and the hook armed (tests/eventq/cancel_test.c; runtime/nocancel.h). */
+	COFFER__NO_CANCEL();
 	/* seq_cst, all three: the sleeper's half of the handshakes with coffer__eq_publish(),
 	 * the re-ring checks and, for @reap_wakes, reaps (eq_wake_waiters(); see the design
 	 * note). A reap wakes us through a wake fd of our own, listed before the check of our
@@ -680,6 +687,7 @@ static void eq_free(struct coffer_hlink *link)
 	struct coffer_eq *eq = COFFER__CONTAINER_OF(link, struct coffer_eq, eq_link);
 	/* relaxed: unreachable now, after a grace period; nobody else touches the EQ */
 	struct coffer__eq_progress *hook = atomic_load_explicit(&eq->eq_hook, memory_order_relaxed);
+	COFFER__NO_CANCEL(); /* close(2) (runtime/nocancel.h) */
 
 	/* Still attached when coffer_fini() released a live EQ: nobody can call it now. */
 	if (hook != EQ_HOOK_DEAD && hook != NULL) {
@@ -726,6 +734,7 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	struct coffer_hhash *hh = coffer_hhash_global();
 	struct coffer_eq *eq;
 	int rc;
+	COFFER__NO_CANCEL(); /* close(2) on failure (runtime/nocancel.h) */
 
 	if (eqh == NULL || hh == NULL)
 		return -EINVAL;
@@ -870,6 +879,7 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags)
 	struct coffer_eq *eq;
 	uint64_t expect = 0, old;
 	int rc;
+	COFFER__NO_CANCEL(); /* a force drain sleeps; the detach waits for a grace period */
 
 	if ((flags & ~COFFER_EQ_FORCE) != 0)
 		return -EINVAL;
@@ -1052,6 +1062,7 @@ int coffer__eq_set_progress(coffer_handle_t eqh, const struct coffer__eq_progres
 	struct eq_hook *copy;
 	struct coffer_eq *eq;
 	int rc;
+	COFFER__NO_CANCEL(); /* a detach waits for a grace period (runtime/nocancel.h) */
 
 	if (p != NULL && p->progress == NULL)
 		return -EINVAL;

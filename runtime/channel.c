@@ -74,6 +74,7 @@
 #include "eventq/event_internal.h"
 #include "runtime/client.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 
 /* Entries asked for each ring (the store may cap it at max_ring_entries). */
@@ -246,6 +247,7 @@ static void chan_ring_bell(int fd)
 	uint64_t one = 1;
 	ssize_t r;
 	int n;
+	COFFER__NO_CANCEL(); /* poll(2), write(2) (runtime/nocancel.h) */
 
 	do
 		n = poll(&p, 1, 0);
@@ -464,6 +466,9 @@ static int chan_reap(struct coffer__chan *ch)
 					       ch->conn->seg->bytes);
 			if (rc == 0)
 				rc = rep.status;
+			/* a GET's -EAGAIN bounds the gets waiting on a socket, not on a ring */
+			if (rc == -EAGAIN && slot->op == COFFER_OP_GET)
+				rc = -EPROTO;
 			if (chan_finish_slot(ch, slot, &rep, rc, &done[nd]))
 				nd++;
 			atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_relaxed);
@@ -933,6 +938,7 @@ static void chan_close_locked(struct coffer__conn *conn, struct coffer__chan *ch
 {
 	struct coffer__chanv *oldb = NULL, *oldc, *nc;
 	int err;
+	COFFER__NO_CANCEL(); /* as chan_open() */
 
 	pthread_mutex_lock(&coffer__client_lock);
 	while (binding_detach_locked(ch, &oldb) == -ENOMEM)
@@ -1047,6 +1053,7 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	struct coffer__chanv *old, *nv;
 	int segfd = -1;
 	int wfd, rc;
+	COFFER__NO_CANCEL(); /* round trips, a grace period (runtime/nocancel.h) */
 
 	pthread_mutex_lock(&conn->chan_lock);
 	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);

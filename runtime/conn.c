@@ -62,6 +62,7 @@
 
 #include "runtime/client.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -323,12 +324,39 @@ static void seg_put(struct coffer__seg *seg)
 /* ---- control socket ---------------------------------------------------------------- */
 
 /*
- * After a failed send or a reset: a store that refused us (wrong user, out of fds) sent one
- * ERROR before closing. Returns its status if it is queued, else -ENOTCONN. (A Unix socket
- * whose peer closed with our request unread reports ECONNRESET once, before the queued
- * messages.)
+ * Whether @status, an ERROR's, is one docs/protocol.md gives an answer to a message of @type
+ * (a refusal at accept is read as HELLO's answer); any other is the store's protocol error
+ * (test_hello_error_status, test_chan_error_status), as a request's status is on the rings
+ * (coffer__rep_check()).
  */
-static int ctl_refusal(int sock)
+static bool ctl_status_known(uint16_t type, int status)
+{
+	switch (-status) {
+	case EPROTO: /* fatal: the exchange broke */
+		return true;
+	case EACCES:
+	case ENOSPC: /* epoll_ctl()'s at accept: fs.epoll.max_user_watches */
+	case EPROTONOSUPPORT:
+		return type == COFFER_MSG_HELLO;
+	case EMFILE:
+	case ENOMEM:
+		return type == COFFER_MSG_HELLO || type == COFFER_MSG_CHANNEL_OPEN;
+	case EINVAL:
+		return type == COFFER_MSG_CHANNEL_OPEN || type == COFFER_MSG_CHANNEL_CLOSE;
+	case ENOENT:
+		return type == COFFER_MSG_CHANNEL_CLOSE;
+	default:
+		return false;
+	}
+}
+
+/*
+ * After a failed send or a reset: a store that refused us (wrong user, out of fds) sent one
+ * ERROR before closing. Returns its status if it is queued (-EPROTO for one the protocol
+ * does not give an answer to @type), else -ENOTCONN. (A Unix socket whose peer closed with
+ * our request unread reports ECONNRESET once, before the queued messages.)
+ */
+static int ctl_refusal(int sock, uint16_t type)
 {
 	uint8_t in[sizeof(struct coffer_msg_hdr) + 512];
 	struct coffer_msg_hdr hdr;
@@ -344,7 +372,7 @@ static int ctl_refusal(int sock)
 	if (n <= 0 || coffer__msg_check(in, (size_t)n, &hdr) != 0 || hdr.type != COFFER_MSG_ERROR)
 		return -ENOTCONN;
 	memcpy(&e, in + sizeof(hdr), sizeof(e));
-	return e.status < 0 && e.status >= -4095 ? e.status : -ENOTCONN;
+	return ctl_status_known(type, e.status) ? e.status : -EPROTO;
 }
 
 int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body, uint32_t blen,
@@ -358,6 +386,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	unsigned int ngot, i;
 	long n;
 	int rc = -EPROTO;
+	COFFER__NO_CANCEL(); /* ctl_lock held across sendmsg/recvmsg (runtime/nocancel.h) */
 
 	if (blen > sizeof(out) - sizeof(hdr) || nfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
@@ -386,7 +415,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		goto out;
 	}
 	if (n < 0) {
-		rc = ctl_refusal(conn->sock);
+		rc = ctl_refusal(conn->sock, type);
 		goto out;
 	}
 	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
@@ -414,7 +443,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		if (n == -ECONNRESET || n == -EPIPE) {
 			/* The store closed without reading our request (the kernel then resets
 			 * us before we read what it sent): it may have said why first. */
-			rc = ctl_refusal(conn->sock);
+			rc = ctl_refusal(conn->sock, type);
 			goto out;
 		}
 		if (n == 0 || n == -EBADF) {
@@ -445,7 +474,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 			memcpy(&e, in + sizeof(hdr), sizeof(e));
 			while (ngot)
 				close(got_fds[--ngot]);
-			rc = e.status < 0 && e.status >= -4095 ? e.status : -EPROTO;
+			rc = ctl_status_known(type, e.status) ? e.status : -EPROTO;
 			goto out;
 		}
 		if (hdr.type != reply_type) {
@@ -478,6 +507,9 @@ static void conn_poke(struct coffer__conn *conn)
 {
 	uint64_t one = 1;
 	ssize_t r;
+	/* write(2): reached from a poll's progress hook (a corrupt ring fails the connection
+	 * there), which is not guarded as a whole (runtime/nocancel.h) */
+	COFFER__NO_CANCEL();
 
 	do
 		r = write(conn->stop_fd, &one, sizeof(one));
@@ -694,11 +726,21 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 	 * is not a coffer-store makes connect and later control calls fail with -ETIMEDOUT. */
 	rc = coffer__sock_set_timeout(fd, timeout_ms);
 	if (rc == 0) {
+		struct coffer__sock_wait w;
+		bool retry = true;
+		int err;
+
+		/* A connect() interrupted while it waits for room in the backlog leaves the
+		 * socket unconnected (Linux's unix_stream_connect()): retried, within what is
+		 * left of the timeout (test_ctl_timeout_under_signals). */
+		coffer__sock_wait_begin(&w, fd, SO_SNDTIMEO);
 		do
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		while (rc < 0 && errno == EINTR);
+		while (rc < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+		err = errno;
+		coffer__sock_wait_end(&w);
 		if (rc < 0)
-			rc = conn_connect_errno(errno);
+			rc = conn_connect_errno(retry ? err : EAGAIN);
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);
@@ -744,6 +786,7 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 	struct coffer__conn *conn;
 	struct coffer_hello_reply hello = {0};
 	int hello_fds[5] = {-1, -1, -1, -1, -1}, arena_fd, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
@@ -849,6 +892,7 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	struct coffer__conn *conn;
 	bool last;
 	int zero = 0, rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* another thread's disconnect of the same handle may be the last one */
 	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
@@ -910,6 +954,7 @@ COFFER_API int coffer_flush(coffer_handle_t connh)
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc = 0;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	/* A handle of another type (an EQ, an object, the null handle) is a wrong argument,
 	 * -EINVAL, as in every call; -ENOENT only for a connection handle that names no
@@ -937,6 +982,7 @@ COFFER_API int coffer_store_query(coffer_handle_t connh, struct coffer_store_inf
 	struct coffer_hlink *link;
 	struct coffer__conn *conn;
 	int rc;
+	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
 	if (!info)
 		return -EINVAL;

@@ -35,6 +35,7 @@
 #include <coffer/hash.h>
 
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/rcu.h"
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +64,7 @@ static int runtime_get(bool user)
 {
 	struct coffer_hhash *hh;
 	int rc = 0;
+	COFFER__NO_CANCEL(); /* coffer_init() and every first use: set-up (runtime/nocancel.h) */
 
 	/* Before init_mu: the one-time set-up takes liburcu's call_rcu_mutex, which
 	 * fork-prepare takes before init_mu. */
@@ -104,6 +106,7 @@ int coffer__runtime_get(void)
 static int runtime_put(bool user)
 {
 	struct coffer_hhash *hh = NULL;
+	COFFER__NO_CANCEL(); /* the drain and rcu_barrier() sleep (runtime/nocancel.h) */
 
 	/* rcu_barrier() inside a read-side section would wait for itself: refuse. */
 	if (coffer__rcu_read_ongoing())

@@ -44,6 +44,7 @@
 #include "eventq/event_internal.h"
 #include "hashtable/hugemem.h"
 #include "runtime/client.h"
+#include "runtime/nocancel.h"
 #include "runtime/proto_util.h"
 #include "runtime/rcu.h"
 
@@ -466,6 +467,10 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 			*launched = true;
 		return rc;
 	}
+	/* From the submit to the reaped completion: a blocking call that unwound in between
+	 * (cancelled inside its ppoll()) left the hidden event in flight for good, and the
+	 * thread's next blocking call answered -EBUSY (runtime/nocancel.h). */
+	COFFER__NO_CANCEL();
 	for (int attempt = 0;; attempt++) {
 		rc = ctx_get(&c);
 		/* No runtime (the last connection of a program that never called coffer_init()
@@ -502,17 +507,38 @@ static int obj_exec(coffer_handle_t connh, const struct coffer__reqd *reqs, unsi
 	 * stopped store does not answer it. */
 	int64_t own_us = obj_longest_wait_us(reqs, n);
 	uint64_t start = obj_now_us();
-	bool gave_up = false;
+	bool gave_up = false, by_event = false;
 
 	for (;;) {
 		int64_t slice = own_us < 0 || gave_up ? -1 : 100 * 1000;
 		uint64_t waited;
 
-		rc = coffer_eq_poll(c->eqh, 1, slice, 1, &done);
-		if (rc == 1)
-			break;
-		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
-			return rc;
+		if (!by_event) {
+			rc = coffer_eq_poll(c->eqh, 1, slice, 1, &done);
+			if (rc == 1)
+				break;
+		} else {
+			bool reaped = false;
+
+			rc = coffer_event_test(&c->ev, slice, &reaped);
+			if (rc == 0 && reaped)
+				break;
+		}
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
+			/* The hidden EQ's handle is gone while our event is in flight or
+			 * unreaped: the runtime stopped under us (the last coffer_disconnect(),
+			 * which completes our request with -ENOTCONN, then coffer_fini(); maybe a
+			 * coffer_init() since). Returning now left the event COMPLETED on an EQ
+			 * nobody could poll any more, and answered the poll's -EINVAL/-ENOENT
+			 * instead of the request's result (tests/client/fini_race_test.c). The
+			 * event still holds its EQ: wait on the event itself, and replace the
+			 * hidden EQ on the next call. */
+			if (by_event)
+				return rc; /* cannot happen: the event is ours and initialised */
+			by_event = true;
+			c->gone = true;
+			continue;
+		}
 		if (gave_up || own_us < 0)
 			continue;
 		waited = obj_now_us() - start;

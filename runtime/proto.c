@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/proto_util.h"
@@ -159,13 +160,47 @@ int coffer__req_check(const struct coffer_req *req)
 	return 0;
 }
 
+/*
+ * Whether @status (a negative errno) is one docs/protocol.md's request table gives @op: any
+ * request may be refused as malformed (-EINVAL, also an unknown op), and each op has its own
+ * refusals. GET's -EAGAIN (a client's socket holds 4096 waiting gets) is the socket's only;
+ * the ring path refuses it itself.
+ */
+static bool rep_status_known(uint16_t op, int status)
+{
+	switch (-status) {
+	case EINVAL:
+		return true;
+	case ENOENT:
+		return op == COFFER_OP_SEAL || op == COFFER_OP_ABORT || op == COFFER_OP_GET ||
+		       op == COFFER_OP_RELEASE || op == COFFER_OP_DELETE || op == COFFER_OP_PUT ||
+		       op == COFFER_OP_UNRESERVE;
+	case EEXIST:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_PUT;
+	case E2BIG:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_RESERVE;
+	case ENOMEM:
+		return op == COFFER_OP_CREATE || op == COFFER_OP_GET || op == COFFER_OP_RESERVE ||
+		       op == COFFER_OP_PUT;
+	case EPERM:
+	case EALREADY:
+		return op == COFFER_OP_SEAL || op == COFFER_OP_ABORT;
+	case EBUSY:
+		return op == COFFER_OP_DELETE;
+	case EAGAIN:
+		return op == COFFER_OP_GET || op == COFFER_OP_RESERVE;
+	default:
+		return false;
+	}
+}
+
 int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segment,
 		      uint64_t arena_bytes)
 {
 	if (rep->status > 0 || rep->status < -4095)
 		return -EPROTO;
 	if (rep->status != 0)
-		return 0;
+		return rep_status_known(op, rep->status) ? 0 : -EPROTO;
 	switch (op) {
 	case COFFER_OP_CREATE:
 	case COFFER_OP_RESERVE:
@@ -193,7 +228,10 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 	} ctl;
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct coffer__sock_wait w;
+	bool retry = true;
 	ssize_t n;
+	int err;
 
 	if (nfds > COFFER_MSG_FDS_MAX)
 		return -EINVAL;
@@ -209,11 +247,16 @@ long coffer__send_fds(int sock, const void *buf, size_t len, const int *fds, uns
 		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 	}
+	coffer__sock_wait_begin(&w, sock, SO_SNDTIMEO);
 	do
 		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+	if (!retry) /* the time is up: room made meanwhile still counts (see the receive) */
+		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+	err = errno;
+	coffer__sock_wait_end(&w);
 	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		return err == EWOULDBLOCK || err == EINTR ? -EAGAIN : -err;
 	return n;
 }
 
@@ -235,8 +278,10 @@ long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned i
 	struct iovec iov = {.iov_base = buf, .iov_len = cap};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *c;
+	struct coffer__sock_wait w;
 	unsigned int got = 0;
-	int overflow = 0;
+	int overflow = 0, err;
+	bool retry = true;
 	ssize_t n;
 
 	*nfds = 0;
@@ -245,11 +290,19 @@ long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned i
 		return -EINVAL;
 	msg.msg_control = ctl.buf;
 	msg.msg_controllen = sizeof(ctl.buf);
+	coffer__sock_wait_begin(&w, sock, SO_RCVTIMEO);
 	do
 		n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+	/* The time is up, but what arrived meanwhile still counts: a process stopped
+	 * (SIGSTOP, ^Z) for longer than the timeout while it waited here gets EINTR once
+	 * continued (signal(7)), with the answer queued (test_ctl_answer_while_stopped). */
+	if (!retry)
+		n = recvmsg(sock, &msg, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	err = errno;
+	coffer__sock_wait_end(&w);
 	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		return err == EWOULDBLOCK || err == EINTR ? -EAGAIN : -err;
 	/* Collect every fd first so that none leaks whatever we decide below. */
 	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
 		size_t k, cnt;
@@ -364,6 +417,59 @@ int coffer__default_socket_path(char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* struct coffer__sock_wait: see proto_util.h. */
+void coffer__sock_wait_begin(struct coffer__sock_wait *w, int sock, int opt)
+{
+	w->sock = sock;
+	w->opt = opt;
+	w->state = 0;
+	clock_gettime(CLOCK_MONOTONIC, &w->start);
+}
+
+bool coffer__sock_wait_retry(struct coffer__sock_wait *w)
+{
+	socklen_t len = sizeof(w->orig);
+	struct timespec now;
+	struct timeval left;
+	int64_t total_us, used_us;
+	int saved = errno;
+
+	if (w->state == 0) {
+		if (getsockopt(w->sock, SOL_SOCKET, w->opt, &w->orig, &len) != 0 ||
+		    (w->orig.tv_sec == 0 && w->orig.tv_usec == 0)) {
+			w->state = -1; /* no timeout (or none we can read): retry for ever */
+			errno = saved;
+			return true;
+		}
+		w->state = 1;
+	}
+	if (w->state < 0)
+		return true;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	total_us = (int64_t)w->orig.tv_sec * 1000000 + w->orig.tv_usec;
+	used_us = ((int64_t)now.tv_sec - (int64_t)w->start.tv_sec) * 1000000 +
+		  (now.tv_nsec - w->start.tv_nsec) / 1000;
+	if (used_us >= total_us) {
+		errno = saved;
+		return false;
+	}
+	/* at least 1 us: a zero timeout would mean none */
+	left.tv_sec = (time_t)((total_us - used_us) / 1000000);
+	left.tv_usec = (suseconds_t)((total_us - used_us) % 1000000);
+	(void)setsockopt(w->sock, SOL_SOCKET, w->opt, &left, sizeof(left));
+	errno = saved;
+	return true;
+}
+
+void coffer__sock_wait_end(struct coffer__sock_wait *w)
+{
+	int saved = errno;
+
+	if (w->state == 1)
+		(void)setsockopt(w->sock, SOL_SOCKET, w->opt, &w->orig, sizeof(w->orig));
+	errno = saved;
 }
 
 int coffer__sock_set_timeout(int sock, unsigned int ms)

@@ -16,6 +16,8 @@
 
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 
 #include <coffer/hash.h>
 
@@ -107,7 +109,9 @@ int coffer__req_check(const struct coffer_req *req);
  * @segment: the arena segment id from HELLO_REPLY.
  * @arena_bytes: the arena size from HELLO_REPLY.
  *
- * Checks: status is 0 or a negative errno >= -4095; for successful CREATE/GET the segment
+ * Checks: status is 0 or a negative errno that docs/protocol.md gives @op (-EINVAL for any
+ * op; e.g. -EEXIST for CREATE, never for RELEASE; test_status_outside_protocol); for
+ * successful CREATE/GET the segment
  * matches and [offset, offset + size) lies inside the arena (CREATE's and RESERVE's size is
  * the client's own, so only offset <= arena_bytes is checked); CONTAINS's size is 0 or 1.
  *
@@ -126,7 +130,8 @@ int coffer__rep_check(const struct coffer_rep *rep, uint16_t op, uint32_t segmen
  * @nfds: 0..COFFER_MSG_FDS_MAX.
  * @flags: extra send flags (MSG_DONTWAIT); MSG_NOSIGNAL is always added (never SIGPIPE).
  *
- * Retries EINTR.
+ * Retries EINTR within what is left of the socket's send timeout (struct coffer__sock_wait);
+ * once it ran out, sends if there is room now, else -EAGAIN.
  * Return: bytes sent (== @len; SEQPACKET is all or nothing); -EAGAIN (nonblocking, buffer
  * full); -EPIPE/-ECONNRESET (peer gone); -EINVAL (bad @nfds); other -errno from sendmsg.
  * Context: any thread; async-signal-safe.
@@ -183,6 +188,8 @@ int coffer__map_errno(int err);
  * @maxfds: capacity of @fds, 0..COFFER_MSG_FDS_MAX. Extra fds are closed, never leaked.
  * @flags: extra recv flags (MSG_DONTWAIT).
  *
+ * Retries EINTR within what is left of the socket's receive timeout (struct
+ * coffer__sock_wait); once it ran out, takes a message that came meanwhile, else -EAGAIN.
  * On any error every received fd is closed (so a caller never leaks them).
  * Return: bytes received (> 0); 0 at end of stream (peer closed); -EAGAIN; -EMSGSIZE
  * (message or control data truncated, or more fds than @maxfds); -EMFILE (the message was
@@ -209,6 +216,33 @@ long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned i
  * CHANNEL_OPEN, QUERY): a store that is alive is single-threaded and answers in microseconds;
  * one that is stopped (SIGSTOP) or is not a coffer-store must not hang its clients. */
 #define COFFER_CTL_TIMEOUT_MS 10000
+
+/*
+ * Retrying a blocking socket call that failed with EINTR within its own timeout. Linux fails
+ * a blocking socket call that has a timeout (SO_RCVTIMEO, or SO_SNDTIMEO, under which a Unix
+ * connect() waits too) with EINTR on every caught signal, SA_RESTART or not (signal(7)), and
+ * a plain retry starts the whole timeout again: a host's periodic signal shorter than the
+ * timeout (a profiler's SIGPROF, a SIGALRM tick) then keeps the call waiting for as long as
+ * it comes (test_ctl_timeout_under_signals). So the retry gets only what is left of the
+ * timeout the first attempt started with; the socket's own timeout is put back at the end.
+ * A socket without a timeout is retried as before, for ever.
+ * Usage: coffer__sock_wait_begin() before the first attempt; after each EINTR,
+ * coffer__sock_wait_retry() (false: the time is up, report the timeout's EAGAIN);
+ * coffer__sock_wait_end() once done, whatever the outcome.
+ * Context: any thread, async-signal-safe; the socket's timeout options belong to the
+ * caller from begin to end (no other thread may change or rely on them meanwhile).
+ */
+struct coffer__sock_wait {
+	int sock;
+	int opt;   /* SO_RCVTIMEO or SO_SNDTIMEO */
+	int state; /* 0: no EINTR yet; 1: the timeout shortened (orig to put back); -1: none */
+	struct timeval orig;
+	struct timespec start;
+};
+
+void coffer__sock_wait_begin(struct coffer__sock_wait *w, int sock, int opt);
+bool coffer__sock_wait_retry(struct coffer__sock_wait *w);
+void coffer__sock_wait_end(struct coffer__sock_wait *w);
 
 /**
  * coffer__sock_set_timeout() - bound blocking sends and receives on @sock.

@@ -64,6 +64,7 @@
 #include "eventq/event_internal.h"
 #include "hashtable/htab_internal.h"
 #include "runtime/env.h"
+#include "runtime/nocancel.h"
 #include "runtime/rcu.h"
 
 #ifdef COFFER__TSAN
@@ -141,6 +142,8 @@ int coffer__rcu_setup(void)
 
 int coffer__rcu_barrier(void)
 {
+	COFFER__NO_CANCEL(); /* urcu_bp_barrier() sleeps (runtime/nocancel.h) */
+
 	if (coffer__rcu_read_ongoing())
 		return -EINVAL;
 	coffer__reclaim_flush_all();

@@ -118,7 +118,10 @@ if [ ! -f "$src_dir/config-host.h" ]; then
 	log "configuring $src_dir (config-host.h only, no build)"
 	(cd "$src_dir" && ./configure >/dev/null)
 fi
-ln -sfn "fio-$fio_upstream" subprojects/fio-src
+# Only when it does not already name this version: `ln -sfn` replaces the link even when
+# nothing changes, and a build reading subprojects/fio-src meanwhile finds nothing.
+[ "$(readlink subprojects/fio-src 2>/dev/null)" = "fio-$fio_upstream" ] ||
+	ln -sfn "fio-$fio_upstream" subprojects/fio-src
 src_ver=$(sed -n 's/^FIO_VERSION := \(.*\)$/\1/p' "$src_dir/FIO-VERSION-GEN" 2>/dev/null || true)
 installed=$(fio --version)
 log "fio: installed $installed, source $src_dir (FIO_IOOPS_VERSION $(sed -n 's/^#define FIO_IOOPS_VERSION[[:space:]]*//p' "$src_dir/ioengines.h"))"

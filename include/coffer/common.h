@@ -6,8 +6,23 @@
  *  - every fallible function returns 0 (or a count) on success and a negative errno on failure;
  *  - constructors return int and hand the object back through an out-pointer;
  *  - the library never prints and never aborts on a caller's or a peer's mistake;
+ *  - no call fails, returns early or waits longer because a signal interrupted it (EINTR,
+ *    with or without SA_RESTART): an interrupted wait resumes with what is left of its
+ *    timeout, so a host's periodic signals (a profiler's SIGPROF) change nothing;
  *  - any thread may call any function unless its Context says otherwise; coffer registers
- *    threads it has not seen with liburcu on first use (urcu-bp, see runtime/rcu.c).
+ *    threads it has not seen with liburcu on first use (urcu-bp, see runtime/rcu.c);
+ *  - thread cancellation: no coffer function is a cancellation point. Each one turns
+ *    cancellation off (pthread_setcancelstate()) around whatever it does that could act on a
+ *    cancel request (sleeping in coffer_eq_poll(), coffer_event_test() or a blocking
+ *    coffer_obj_* call, a control round trip with the store, a grace period) and puts the
+ *    caller's state back before it returns: a request sent to a thread inside a coffer call
+ *    is acted on at that thread's next cancellation point after the call returned, and the
+ *    call leaves nothing behind (no sleeper or waiter counted, no fd, no lock, no event in
+ *    flight). Hence a thread cancelled while it waits without a timeout is cancelled only
+ *    once the wait ends: give such waits a timeout, or end them (complete the events,
+ *    destroy the EQ) when cancelling. Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS)
+ *    is not supported: no coffer function is async-cancel-safe.
+ *    (tests/eventq/cancel_test.c, tests/client/cancel_client_test.c)
  */
 #ifndef COFFER_COMMON_H
 #define COFFER_COMMON_H

@@ -111,7 +111,9 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags);
  * Return: the number of events stored (0 on timeout, never a stale event); -EINVAL (@n 0,
  *         @events NULL, bad handle, not initialised); -ENOENT (destroyed, never issued, or
  *         destroyed while this call waited).
- * Context: any thread; any number of threads may poll one EQ concurrently.
+ * Context: any thread; any number of threads may poll one EQ concurrently. Not a
+ *         cancellation point (coffer/common.h): a thread cancelled while it sleeps here is
+ *         cancelled after the call returns (timeout, completion, destroy).
  * Source: DAOS daos_eq_poll().
  */
 COFFER_API int coffer_eq_poll(coffer_handle_t eqh, int wait_running, int64_t timeout_us,
@@ -193,7 +195,8 @@ COFFER_API int coffer_event_fini(struct coffer_event *ev);
  *         already, e.g. by a poller: do not poll and test the same event from two threads).
  *
  * Return: 0 (see @done); -EINVAL (@ev not initialised or a child, @done NULL).
- * Context: any thread. Source: DAOS daos_event_test().
+ * Context: any thread. Not a cancellation point (coffer/common.h), as coffer_eq_poll().
+ * Source: DAOS daos_event_test().
  */
 COFFER_API int coffer_event_test(struct coffer_event *ev, int64_t timeout_us, bool *done);
 

@@ -276,10 +276,20 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    COFFER_BATCH of them are queued (default 32; 8 while the store is awake on the
  *    channel), when the EQ is polled, or by coffer_flush(); the store's doorbell is rung
  *    only when it sleeps.
+ *  - Order: the store executes the requests of one channel (one EQ on one connection) in
+ *    the order they were launched. Requests of different channels - two EQs, two
+ *    connections, or an EQ and the calling thread's blocking calls (its hidden EQ) - are not
+ *    ordered against each other, and a launched request may still sit unpublished in its
+ *    channel (above) while a later blocking call runs to completion: a get launched on an EQ
+ *    and followed by a blocking seal and delete of its object reaches the store after both,
+ *    and waits for a new seal. When a call depends on a launched one (a get on the seal
+ *    that makes its object visible, a delete on the get it must follow), reap the
+ *    launched one's event first; coffer_flush() publishes it but does not order it.
  *  - A connection that dies (store stopped or killed, or a corrupt reply ring) completes
  *    every launched event with -ENOTCONN; later calls return -ENOTCONN.
  *  - Nothing the store answers is trusted: an offset or size outside the arena, a foreign
- *    segment or a malformed status completes that event with -EPROTO.
+ *    segment, or a status that is not one docs/protocol.md gives that request (so never a
+ *    code the call's list below does not name) completes that event with -EPROTO.
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket: even with an event it then waits for the store, up to
@@ -292,6 +302,11 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    (the *_oid, bulk, delete, contains and reservation calls) on a connection whose
  *    disconnect stopped the runtime (no coffer_init() of the caller's) return -ENOTCONN,
  *    as the same calls with an event do.
+ *  - A blocking call returns only once its request's completion was reaped from the hidden
+ *    EQ, whatever happens meanwhile (the connection dies, its disconnect stops the runtime,
+ *    coffer_fini() and coffer_init() run on other threads, the thread is cancelled): the
+ *    thread's next blocking call starts from an idle hidden EQ. None is a cancellation
+ *    point (coffer/common.h): a cancel request is acted on after the call returned.
  *  - Channels are per (connection, EQ), and a blocking call uses its thread's hidden EQ. A
  *    connection holds at most the store's max_channels live channels (512, sent in
  *    HELLO_REPLY, docs/protocol.md): the first call on one more EQ returns -EMFILE. That
@@ -361,6 +376,10 @@ COFFER_API int coffer_obj_abort(coffer_handle_t oh, struct coffer_event *ev);
  * @size: out (may be NULL): the object's size in bytes.
  * @ev: NULL (blocking) or an event.
  *
+ * An object deleted or evicted before the get reaches the store is missing, as one never
+ * created: the get waits for a new seal of the ID up to its timeout (the store keeps no
+ * record that an ID existed; as Plasma's Get). A producer's readers that must not wait out
+ * the timeout for an evicted ID need to learn from the producer which IDs were sealed.
  * Return (or ev_error): 0; -EINVAL; -ENOENT (missing or unsealed at the timeout);
  * -ENOMEM (the store could not record the reference, or the wait; a waiting get may be
  * answered so when its object is sealed); -ENOTCONN; -EAGAIN (@ev only); -EPROTO (the

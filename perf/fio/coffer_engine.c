@@ -38,7 +38,8 @@
  *    on the retry list like a second stage;
  *  - commit launches the noted reads, flushes the batch with coffer_flush() - one doorbell
  *    for everything queued - and accounts the submitted io_us (issue time, io_u_queued,
- *    io_u_mark_submit);
+ *    io_u_mark_submit; a read the object index answered was stamped before its copy,
+ *    cf_pend_index);
  *  - getevents polls the EQ; while I/O is in flight it polls without sleeping (yielding the
  *    CPU between polls) for up to coffer_spin_us (default 50 us) per call, then sleeps on the
  *    EQ: a batch comes back within microseconds while the store is awake, and a sleep costs
@@ -189,6 +190,14 @@ struct cf_req {
 	uint64_t seq;		  /* write or trim: issue order in the job (cf_data.seq) */
 	unsigned int index;	  /* the io_u's index: its slot in cf_data.reqs[] */
 	enum cf_stage wait_stage; /* CF_W_WAIT: the stage it launches at */
+	bool issued;		  /* read: fio's issue time set by cf_pend_index(), not commit */
+};
+
+/* What cf_open_file() did for a file already (cf_data.fstate[fileno]): each is done once per
+ * job, at the file's first open, not at the opens of later loops or of the verify phase. */
+enum {
+	CF_F_PREFILLED = 1, /* coffer_prefill created its missing blocks */
+	CF_F_CHECKED = 2,   /* allow_file_create=0: its first block was found in the store */
 };
 
 /* Per file state (fio_file->engine_data). */
@@ -230,7 +239,7 @@ struct cf_data {
 	bool resv_sized;	      /* resv_max fitted to the store (cf_resv_fit()) */
 	uint64_t resv_bytes;	      /* size of each reserved block (the job's write bs) */
 	struct cf_op *rop_free;	      /* idle reserve events */
-	unsigned char *prefilled;     /* per fileno: 1 once prefilled */
+	unsigned char *fstate;	      /* per fileno: CF_F_* flags */
 	unsigned int nr_files;
 	struct cf_req **reqs; /* per io_u index: its state until io_u_free (or cleanup) */
 	uint32_t *wt_count;   /* writes and trims queued and not done, per hash of their block */
@@ -407,7 +416,11 @@ static struct cf_op *cf_rop_get(struct cf_data *cd)
 /*
  * Blocks the job may still write in this run: what fio itself stops at (io_bytes_exceeded():
  * io_size or size, times loops, against the bytes issued, reads included for a read/write
- * mix) over the write block size; UINT_MAX when time_based (no end known).
+ * mix; and exceeds_number_ios(): number_ios times loops, against the I/Os done, queued and
+ * in flight) over the write block size; UINT_MAX when time_based (no end known). Without
+ * number_ios, a job of 4 writes (number_ios=4) reserved 32 blocks of 64 KiB and evicted
+ * 2 MiB of its file's earlier blocks from an 8 MiB store that create + seal leaves whole
+ * (tests/fio put-fits).
  */
 static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data *cd)
 {
@@ -422,6 +435,15 @@ static unsigned int cf_writes_left(struct thread_data *td, const struct cf_data 
 	if (done >= limit)
 		return 0;
 	limit = (limit - done + cd->resv_bytes - 1) / cd->resv_bytes;
+	if (td->o.number_ios) {
+		uint64_t ios = (uint64_t)td->o.number_ios * td->loops;
+
+		done = ddir_rw_sum(td->io_blocks) + td->io_u_queued + td->io_u_in_flight;
+		if (done >= ios)
+			return 0;
+		if (ios - done < limit)
+			limit = ios - done;
+	}
 	return limit < UINT_MAX ? (unsigned int)limit : UINT_MAX;
 }
 
@@ -763,9 +785,10 @@ static bool cf_block_busy(const struct cf_data *cd, const struct cf_op *op)
  * next getevents. A block with a write or trim of this job in flight goes to the store, in
  * order after it, as before; so does every miss.
  */
-static void cf_pend_index(struct cf_data *cd)
+static void cf_pend_index(struct thread_data *td, struct cf_data *cd)
 {
 	unsigned int keep = 0, nv = 0;
+	struct timespec now;
 
 	for (unsigned int i = 0; i < cd->nr_pend; i++) {
 		struct cf_req *req = cd->pend[i];
@@ -776,13 +799,26 @@ static void cf_pend_index(struct cf_data *cd)
 		cd->rvec[nv++] = (struct coffer_read_vec){
 		    .oid = req->op.oid, .buf = req->io_u->xfer_buf, .len = req->io_u->xfer_buflen};
 	}
-	if (nv == 0 || coffer_obj_read_oid_vec(cd->conn, cd->rvec, nv) <= 0)
+	if (nv == 0)
+		return;
+	/* The copy below is the whole read: fio's issue time is now, before it, as a get's
+	 * is its launch (cf_commit). Stamped at commit, after the copy, the read went into
+	 * slat and clat was the wait for the next getevents (70 ns at the least, 4k randread
+	 * at iodepth 16; tests/fio index-latency). */
+	if (fio_fill_issue_time(td))
+		fio_gettime(&now, NULL);
+	if (coffer_obj_read_oid_vec(cd->conn, cd->rvec, nv) <= 0)
 		return;
 	for (unsigned int v = 0; v < nv; v++) {
 		struct io_u *io_u = cd->rreq[v]->io_u;
 
 		if (cd->rvec[v].result < 0)
 			continue;
+		if (fio_fill_issue_time(td)) {
+			io_u->issue_time = now;
+			io_u_queued(td, io_u);
+			cd->rreq[v]->issued = true;
+		}
 		io_u->resid = io_u->xfer_buflen - (unsigned long long)cd->rvec[v].result;
 		if (io_u->resid)
 			cf_log_short_read(cd, io_u, (uint64_t)cd->rvec[v].result);
@@ -795,13 +831,13 @@ static void cf_pend_index(struct cf_data *cd)
 	cd->nr_pend = keep;
 }
 
-static void cf_pend_flush(struct cf_data *cd)
+static void cf_pend_flush(struct thread_data *td, struct cf_data *cd)
 {
 	struct coffer_get_vec gv[COFFER_GET_BULK_MAX];
 	unsigned int done = 0;
 
 	if (cd->index && cd->nr_pend)
-		cf_pend_index(cd);
+		cf_pend_index(td, cd);
 
 	while (done < cd->nr_pend) {
 		unsigned int m = cd->nr_pend - done;
@@ -1274,7 +1310,7 @@ static void cf_cleanup(struct thread_data *td)
 		coffer_disconnect(cd->conn);
 	if (cd->runtime_up)
 		coffer_fini();
-	free(cd->prefilled);
+	free(cd->fstate);
 	free(cd->events);
 	free(cd->queued);
 	free(cd->reqs);
@@ -1376,6 +1412,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 	}
 	req->op.stage = stage;
 	req->busy_since = 0;
+	req->issued = false;
 	if (stage == CF_R_GET) {
 		/* launched with the others of this batch at commit (cf_pend_flush) */
 		cd->pend[cd->nr_pend++] = req;
@@ -1383,7 +1420,7 @@ static enum fio_q_status cf_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_QUEUED;
 	}
 	/* the reads queued before this I/O go out first: requests keep fio's order */
-	cf_pend_flush(cd);
+	cf_pend_flush(td, cd);
 	req->seq = cd->seq++;
 	/* asked before this write counts itself: else its own count made every write scan all
 	 * io_us (2.6% of fio's samples, perf, randwrite numjobs 2) */
@@ -1429,7 +1466,7 @@ static int cf_commit(struct thread_data *td)
 	struct cf_data *cd = td->io_ops_data;
 	int rc;
 
-	cf_pend_flush(cd);
+	cf_pend_flush(td, cd);
 	cf_resv_refill(td, cd);
 	rc = coffer_flush(cd->conn);
 	if (cd->nr_queued) {
@@ -1438,6 +1475,12 @@ static int cf_commit(struct thread_data *td)
 
 			fio_gettime(&now, NULL);
 			for (unsigned int i = 0; i < cd->nr_queued; i++) {
+				struct cf_req *req = cd->queued[i]->engine_data;
+
+				if (req->issued) { /* answered by the index, stamped before */
+					req->issued = false;
+					continue;
+				}
 				cd->queued[i]->issue_time = now;
 				io_u_queued(td, cd->queued[i]);
 			}
@@ -1461,7 +1504,7 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 	int rc = 0;
 
 	cd->nr_events = 0;
-	cf_pend_flush(cd); /* fio commits before it reaps; this only keeps nothing behind */
+	cf_pend_flush(td, cd); /* fio commits before it reaps; this only keeps nothing behind */
 	if (max > cd->depth)
 		max = cd->depth;
 	if (min > max)
@@ -1793,13 +1836,103 @@ static int cf_prefill(struct thread_data *td, struct cf_data *cd, struct fio_fil
 	return err;
 }
 
+/*
+ * What a job does once per file before its I/O: the allow_file_create=0 check, then the
+ * prefill (coffer_prefill=1, a job that reads). Each is done once per file (fstate[]), by
+ * cf_post_init() before fio starts the job's clocks where fio has set the files up by then
+ * (create_serialize=1, fio's default: in the parent, before the job started), else at the
+ * file's first open. At the open, inside the job's runtime, the prefill counted as I/O time:
+ * 64 MiB prefilled, 1000 reads at iodepth 8 ran in 93 ms (10.8k IOPS) where they take 9 ms
+ * (111k IOPS), and a time-based job lost its runtime to it (tests/fio prefill-runtime).
+ * psync's layout of its file is not timed either. Return 0, or 1 with td's error set.
+ */
+static int cf_file_setup(struct thread_data *td, struct cf_data *cd, struct fio_file *f,
+			 const struct cf_file *cff)
+{
+	int rc;
+
+	if (!cd->fstate) {
+		cd->nr_files = td->files_index;
+		cd->fstate = calloc(cd->nr_files ? cd->nr_files : 1, 1);
+		if (!cd->fstate) {
+			td_verror(td, ENOMEM, "coffer file setup");
+			return 1;
+		}
+	}
+	if (f->fileno < 0 || (unsigned int)f->fileno >= cd->nr_files)
+		return 0;
+	/*
+	 * allow_file_create=0: psync fails a job whose file does not exist ("file creation
+	 * disallowed"); the store keeps no file, so a file exists here when its first block
+	 * (where the job starts in it) is sealed in the store. Checked before a prefill, which
+	 * would create it. Before, the option was ignored: the job wrote a new file, or read
+	 * zeros or failed with ENOENT.
+	 */
+	if (!td->o.allow_create && !(cd->fstate[f->fileno] & CF_F_CHECKED)) {
+		struct coffer_oid oid;
+		bool present = false;
+
+		cf_block_oid(cff, f->file_offset, &oid);
+		rc = coffer_obj_contains(cd->conn, &oid, &present, NULL);
+		if (rc < 0 || !present) {
+			log_err("fio: coffer: %s has no block at offset %llu in the store%s%s, and "
+				"allow_file_create=0 forbids creating the file (as psync does a "
+				"file that does not exist)\n",
+				f->file_name, (unsigned long long)f->file_offset,
+				rc < 0 ? ": " : "", rc < 0 ? cf_strerror(rc) : "");
+			td_verror(td, rc < 0 ? -rc : ENOENT, "allow_file_create");
+			return 1;
+		}
+		cd->fstate[f->fileno] |= CF_F_CHECKED;
+	}
+	if (cd->prefill && td_read(td) && !(cd->fstate[f->fileno] & CF_F_PREFILLED)) {
+		rc = cf_prefill(td, cd, f, cff);
+		if (rc < 0) {
+			log_err("fio: coffer: prefill of %s failed: %s\n", f->file_name,
+				cf_strerror(rc));
+			td_verror(td, -rc, "coffer prefill");
+			return 1;
+		}
+		cd->fstate[f->fileno] |= CF_F_PREFILLED;
+	}
+	return 0;
+}
+
+/*
+ * fio's post_init hook: runs in the job (thread or forked process) after init, before fio
+ * starts the job's clocks. Where fio has set the files up already (create_serialize=1, its
+ * default: sizes and offsets are known), each file's cf_file_setup() runs here, so the
+ * prefill is not timed as the job's I/O. With create_serialize=0 fio sets the files up
+ * later, in the job; they are set up at their first open then, and the prefill is timed.
+ */
+static int cf_post_init(struct thread_data *td)
+{
+	struct cf_data *cd = td->io_ops_data;
+	const struct cf_options *o = td->eo;
+	struct fio_file *f;
+	unsigned int i;
+
+	if (!cd || !td->o.create_serialize)
+		return 0;
+	for_each_file(td, f, i)
+	{
+		struct cf_file cff;
+
+		if (f->io_size == -1ULL)
+			continue; /* sized at its open (cf_open_file) */
+		cf_file_prefix(cf_namespace(o), f->file_name, cff.prefix);
+		if (cf_file_setup(td, cd, f, &cff))
+			return 1;
+	}
+	return 0;
+}
+
 static int cf_open_file(struct thread_data *td, struct fio_file *f)
 {
 	struct cf_data *cd = td->io_ops_data;
 	const struct cf_options *o = td->eo;
 	const char *ns = cf_namespace(o);
 	struct cf_file *cff = FILE_ENG_DATA(f);
-	int rc;
 
 	if (!cff) {
 		cff = calloc(1, sizeof(*cff));
@@ -1819,28 +1952,7 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
 		f->real_file_size = f->file_offset + f->io_size;
 
-	if (cd->prefill && td_read(td)) {
-		if (!cd->prefilled) {
-			cd->nr_files = td->files_index;
-			cd->prefilled = calloc(cd->nr_files ? cd->nr_files : 1, 1);
-			if (!cd->prefilled) {
-				td_verror(td, ENOMEM, "coffer prefill");
-				return 1;
-			}
-		}
-		if (f->fileno >= 0 && (unsigned int)f->fileno < cd->nr_files &&
-		    !cd->prefilled[f->fileno]) {
-			rc = cf_prefill(td, cd, f, cff);
-			if (rc < 0) {
-				log_err("fio: coffer: prefill of %s failed: %s\n", f->file_name,
-					cf_strerror(rc));
-				td_verror(td, -rc, "coffer prefill");
-				return 1;
-			}
-			cd->prefilled[f->fileno] = 1;
-		}
-	}
-	return 0;
+	return cf_file_setup(td, cd, f, cff);
 }
 
 static int cf_close_file(struct thread_data *td, struct fio_file *f)
@@ -2057,6 +2169,7 @@ __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
     .version = FIO_IOOPS_VERSION,
     .flags = FIO_DISKLESSIO | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME,
     .init = cf_init,
+    .post_init = cf_post_init,
     .queue = cf_queue,
     .commit = cf_commit,
     .getevents = cf_getevents,

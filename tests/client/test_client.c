@@ -1708,6 +1708,190 @@ static void test_connect_backlog_full(void **state)
 }
 
 /*
+ * A host whose threads take a periodic signal (a profiler's SIGPROF, a SIGALRM tick, a
+ * runtime's preemption signal), shorter than COFFER_STORE_TIMEOUT_MS, must not make a
+ * control step wait for ever: Linux fails a blocking socket call that has a timeout
+ * (SO_RCVTIMEO, SO_SNDTIMEO; connect() waits under the latter) with EINTR on every signal,
+ * SA_RESTART or not (signal(7)), and a retry that starts the whole timeout again never
+ * reaches its end. store.h: coffer_connect() to a socket that is not a coffer-store (no
+ * answer: the receive) or to a store whose listen backlog is full (the connect) fails with
+ * -ETIMEDOUT after COFFER_STORE_TIMEOUT_MS, signals or not. Both used to wait as long as
+ * the signals came. The signaller sends one every 10 ms (the timeout is 200 ms) for at most
+ * 10 s; the call must return while they still come.
+ */
+struct sig_tick {
+	pthread_t target;
+	atomic_int done; /* the call under test returned */
+	int sent;	 /* signals sent */
+	bool ran_out;	 /* the signaller stopped before the call returned */
+};
+
+static void sig_tick_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *sig_tick_main(void *arg)
+{
+	struct sig_tick *s = arg;
+
+	while (!atomic_load(&s->done)) {
+		if (s->sent == 1000) {
+			s->ran_out = true;
+			break;
+		}
+		pthread_kill(s->target, SIGUSR1);
+		s->sent++;
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+/* coffer_connect(@path) with COFFER_STORE_TIMEOUT_MS=200 while SIGUSR1 (a handler without
+ * SA_RESTART: with it the socket calls fail alike) interrupts this thread every 10 ms. */
+static int connect_under_signals(const char *path, struct sig_tick *s)
+{
+	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;
+	coffer_handle_t c;
+	pthread_t th;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->target = pthread_self();
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "200", 1), 0);
+	assert_int_equal(pthread_create(&th, NULL, sig_tick_main, s), 0);
+	rc = coffer_connect(path, &c);
+	atomic_store(&s->done, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	if (rc == 0)
+		coffer_disconnect(c);
+	return rc;
+}
+
+static void test_ctl_timeout_under_signals(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un deaf, full;
+	struct sig_tick s;
+	int ldeaf = fake_listener(t, "deaf.s", 4, &deaf);
+	int lfull = fake_listener(t, "full.s", 0, &full), fill[64], nfill = 0;
+
+	/* a listener that never accepts: connect() succeeds, HELLO goes out, no answer */
+	assert_int_equal(connect_under_signals(deaf.sun_path, &s), -ETIMEDOUT);
+	assert_false(s.ran_out);
+	assert_true(s.sent > 0);
+
+	/* a listener whose backlog is full: connect() itself waits */
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		assert_true(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&full, sizeof(full)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		assert_true(nfill < 64);
+		fill[nfill++] = fd;
+	}
+	assert_int_equal(connect_under_signals(full.sun_path, &s), -ETIMEDOUT);
+	assert_false(s.ran_out);
+	assert_true(s.sent > 0);
+
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(ldeaf);
+	close(lfull);
+	unlink(deaf.sun_path);
+	unlink(full.sun_path);
+	expect_handles_closed(t);
+}
+
+/*
+ * A client stopped (SIGSTOP, ^Z) for longer than COFFER_STORE_TIMEOUT_MS while it waits for
+ * a control answer, which the store sends meanwhile: once continued it takes the answer
+ * (its receive fails with EINTR at the stop, SO_RCVTIMEO, signal(7)), instead of counting
+ * the stop against the store and giving up a live connection with -ETIMEDOUT. Staged with
+ * a child process: the store is stopped while the child's coffer_store_query() sends its
+ * QUERY, the child is stopped, the store continued (it answers), and the child continued
+ * after three of its timeouts.
+ */
+/* Waits (bounded) until process @pid is stopped: kill(SIGSTOP) returns before a process
+ * busy-polling its rings (the store's COFFER_STORE_SPIN_US) has stopped. */
+static bool wait_stopped(pid_t pid)
+{
+	char path[64], buf[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		const char *end;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		end = strrchr(buf, ')'); /* "pid (comm) S ..." */
+		if (end != NULL && end[1] == ' ' && (end[2] == 'T' || end[2] == 't'))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static void test_ctl_answer_while_stopped(void **state)
+{
+	struct tctx *t = *state;
+	int ready[2], go[2], status;
+	char b = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct coffer_store_info info;
+		coffer_handle_t c;
+		int rc = coffer_connect(t->store.sock, &c);
+
+		if (rc == 0 && (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1))
+			rc = -EIO;
+		if (rc == 0)
+			rc = coffer_store_query(c, &info);
+		if (rc == 0 && info.capacity_bytes == 0)
+			rc = -EIO;
+		_exit(rc == 0 ? 0 : rc < -150 ? 150 : -rc);
+	}
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	assert_true(wait_stopped(t->store.pid));
+	assert_int_equal(write(go[1], "g", 1), 1);
+	usleep(100 * 1000); /* the child waits for the answer now */
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	assert_true(wait_stopped(pid));
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0); /* it answers the QUERY */
+	usleep(900 * 1000);
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		print_error("the child's query: %s\n", coffer_strerror(-WEXITSTATUS(status)));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
+/*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
  * mapping's reference; fork-prepare first parks that worker (urcu_bp_call_rcu_before_fork)
@@ -3691,6 +3875,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fork_child_keeps_no_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_during_connect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_backlog_full, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_answer_while_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),

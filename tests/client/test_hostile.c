@@ -12,6 +12,8 @@
  *   5  rep.prod jumps 1000 entries ahead (corrupt ring)             -> connection dead
  *   6  no answer at all (pending when 5 breaks the connection)      -> -ENOTCONN
  *   7  GET ok with another segment id                               -> -EPROTO
+ *   8  the status -oid[1] for any op: one docs/protocol.md gives that op -> that status;
+ *      any other (-EINTR, -ENOTCONN, a GET's -EAGAIN, ...)           -> -EPROTO
  *   -  RESERVE (no ID) of 64 bytes at 32 bytes before the arena's end -> -EPROTO, no pointer;
  *      of any other size at 8192                                     -> 0; of 48 bytes: the
  *      first of the batch is answered, then the fake dies (closes everything)
@@ -93,11 +95,14 @@ struct fake {
 	uint64_t huge_arena; /* non-zero: an unsealed hugetlb arena of this many bytes */
 	atomic_int
 	    hello_fds; /* 1: HELLO_REPLY's arena and request doorbell swapped; 2: one fd short */
-	atomic_int query_fd;  /* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
-	atomic_int full_bell; /* enum fake_full_bell: a request doorbell whose write blocks */
-	atomic_int read_only; /* enum fake_ro: the file the fake passes opened read-only */
-	atomic_int deaf;      /* stop reading the socket; answer QUERYs before they come, as many
-			       * as the socket takes (test_ctl_send_timeout) */
+	atomic_int query_fd;	/* > 0: an fd the fake's QUERY_REPLY carries (it must carry none) */
+	atomic_int full_bell;	/* enum fake_full_bell: a request doorbell whose write blocks */
+	atomic_int read_only;	/* enum fake_ro: the file the fake passes opened read-only */
+	atomic_int deaf;	/* stop reading the socket; answer QUERYs before they come, as many
+				 * as the socket takes (test_ctl_send_timeout) */
+	atomic_int hello_error; /* non-zero: answer HELLO with ERROR of this status, hang up */
+	atomic_int chan_err[3]; /* the first CHANNEL_OPENs get ERROR of these statuses (not
+				 * fatal: the next is served); 0 ends the list */
 };
 
 /*
@@ -308,6 +313,9 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 				a.segment = FAKE_SEGMENT + 1;
 				a.size = 1;
 				break;
+			case 8: /* the status the ID's second byte names, as a negative errno */
+				a.status = -(int32_t)r.oid[1];
+				break;
 			default:
 				f->errors++;
 				break;
@@ -480,6 +488,20 @@ static int fake_fill_bell(int bell)
 	return write(bell, &full, sizeof(full)) == sizeof(full) ? 0 : -1;
 }
 
+/* The client's next message, or 0 once the test says stop (a failed test does not hang up:
+ * its teardown must not wait for us for ever). Return: as coffer__recv_fds(). */
+static long fake_recv(struct fake *f, int sock, uint8_t *buf, size_t cap, int *fds,
+		      unsigned int *nfds)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+
+	*nfds = 0;
+	while (!atomic_load(&f->stop))
+		if (poll(&p, 1, 10) > 0)
+			return coffer__recv_fds(sock, buf, cap, fds, nfds, 4, 0);
+	return 0;
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *f = arg;
@@ -510,6 +532,15 @@ static void *fake_main(void *arg)
 	n = coffer__recv_fds(sock, buf, sizeof(buf), fds, &nfds, 4, 0);
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 || h.type != COFFER_MSG_HELLO)
 		goto fail;
+	if (atomic_load(&f->hello_error)) { /* as a store refusing a client at accept */
+		struct coffer_msg_error e = {.status = atomic_load(&f->hello_error)};
+
+		snprintf(e.message, sizeof(e.message), "refused");
+		if (fake_send(sock, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0) < 0)
+			f->errors++;
+		close(sock);
+		return NULL;
+	}
 	if (f->huge_arena) { /* as a -d hugetlbfs file: it cannot be sealed */
 		hello.arena_bytes = f->huge_arena;
 		arena = memfd_create("fake-arena", MFD_CLOEXEC | MFD_HUGETLB);
@@ -599,6 +630,18 @@ static void *fake_main(void *arg)
 	if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
 	    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
 		goto fail;
+	for (int k = 0; k < 3 && atomic_load(&f->chan_err[k]); k++) {
+		struct coffer_msg_error e = {.status = atomic_load(&f->chan_err[k])};
+
+		close(fds[0]);
+		snprintf(e.message, sizeof(e.message), "CHANNEL_OPEN refused");
+		if (fake_send(sock, COFFER_MSG_ERROR, &e, sizeof(e), NULL, 0) < 0)
+			goto fail;
+		n = fake_recv(f, sock, buf, sizeof(buf), fds, &nfds);
+		if (n <= 0 || coffer__msg_check(buf, (size_t)n, &h) < 0 ||
+		    h.type != COFFER_MSG_CHANNEL_OPEN || nfds != 1)
+			goto fail;
+	}
 	seg = fake_memfd(f, "fake-chan", (off_t)shm_bytes, SHR_CHAN);
 	if (seg < 0)
 		goto fail;
@@ -781,6 +824,16 @@ static int setup_full_bell_at_hello(void **state)
 static int setup_full_bell_at_open(void **state)
 {
 	return setup_full_bell(state, FB_AT_CHANNEL_OPEN);
+}
+
+static int setup_hello_error_eintr(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, hello_error), -EINTR);
+}
+
+static int setup_hello_error_eacces(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, hello_error), -EACCES);
 }
 
 static int setup_hello_swapped(void **state)
@@ -1393,12 +1446,44 @@ static void test_query_reply_with_fd(void **state)
  * is gone - and gives the connection up (store.h). The fake answers every query before it
  * is asked, so only the send can time out.
  */
-static void test_ctl_send_timeout(void **state)
+/* A signal handler that does nothing (installed without SA_RESTART). */
+static void sig_ignore(int sig)
 {
-	struct fake *f = *state;
+	(void)sig;
+}
+
+/* Interrupts @target with SIGUSR1 every 10 ms until @done, at most 1000 times. */
+struct sig_tick {
+	pthread_t target;
+	atomic_int done;
+	int sent;
+	bool ran_out; /* stopped before @done */
+};
+
+static void *sig_tick_main(void *arg)
+{
+	struct sig_tick *s = arg;
+
+	while (!atomic_load(&s->done)) {
+		if (s->sent == 1000) {
+			s->ran_out = true;
+			break;
+		}
+		pthread_kill(s->target, SIGUSR1);
+		s->sent++;
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+static void ctl_send_timeout(struct fake *f, bool signals)
+{
+	struct sigaction sa = {.sa_handler = sig_ignore}, old;
+	struct sig_tick tick = {.target = pthread_self()};
 	struct coffer_store_info info;
 	coffer_handle_t c, eq;
 	const void *d = NULL;
+	pthread_t th;
 	int rc, answered = 0;
 
 	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "1000", 1), 0);
@@ -1408,9 +1493,22 @@ static void test_ctl_send_timeout(void **state)
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fake now serves the socket too */
 	atomic_store(&f->deaf, 1);
+	if (signals) {
+		assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+		assert_int_equal(pthread_create(&th, NULL, sig_tick_main, &tick), 0);
+	}
 	/* bounded: a socket holds a few hundred small messages (net.core.wmem_default) */
 	while ((rc = coffer_store_query(c, &info)) == 0 && answered < 1000000)
 		answered++;
+	if (signals) {
+		atomic_store(&tick.done, 1);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+		/* the send timed out while the signals still came (it used to start its
+		 * timeout afresh at each one, waiting as long as they came) */
+		assert_false(tick.ran_out);
+		assert_true(tick.sent > 0);
+	}
 	assert_int_equal(rc, -ETIMEDOUT);
 	assert_true(answered > 0);
 	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN); /* given up on */
@@ -1418,6 +1516,151 @@ static void test_ctl_send_timeout(void **state)
 	assert_int_equal(coffer_disconnect(c), 0);
 	pthread_join(f->tid, NULL);
 	f->joined = true;
+	assert_int_equal(f->errors, 0);
+}
+
+static void test_ctl_send_timeout(void **state)
+{
+	ctl_send_timeout(*state, false);
+}
+
+/* The same under a signal every 10 ms (SO_SNDTIMEO: every one fails the send with EINTR,
+ * SA_RESTART or not; test_client's test_ctl_timeout_under_signals has the receive and the
+ * connect). */
+static void test_ctl_send_timeout_under_signals(void **state)
+{
+	ctl_send_timeout(*state, true);
+}
+
+/*
+ * A store's status for a request is one docs/protocol.md gives that op (store.h lists the
+ * same for each call), or the store broke the protocol: -EPROTO, as for a positive status.
+ * A status outside those lists used to reach the caller as it came, so a store could make a
+ * seal say -EINTR (which a caller's retry loop takes for "call again"), a create -ENOTCONN
+ * on a live connection, a blocking get the -EAGAIN store.h gives only for a launch with an
+ * event, or a bulk get's entry -ENOSPC - codes no header lists for those calls.
+ */
+static int status_of(coffer_handle_t c, coffer_handle_t eq, uint16_t op, int err)
+{
+	struct coffer_oid oid = {{8, (uint8_t)err}};
+	struct coffer_event ev;
+	const void *rd = NULL;
+	void *wr = NULL;
+	bool present;
+	int rc;
+
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	switch (op) {
+	case COFFER_OP_CREATE:
+		rc = coffer_obj_create_oid(c, &oid, 64, 0, &wr, &ev);
+		break;
+	case COFFER_OP_SEAL:
+		rc = coffer_obj_seal_oid(c, &oid, 0, &ev);
+		break;
+	case COFFER_OP_GET:
+		rc = coffer_obj_get_oid(c, &oid, 0, &rd, NULL, &ev);
+		break;
+	case COFFER_OP_RELEASE:
+		rc = coffer_obj_release_oid(c, &oid, &ev);
+		break;
+	case COFFER_OP_DELETE:
+		rc = coffer_obj_delete(c, &oid, &ev);
+		break;
+	default:
+		rc = coffer_obj_contains(c, &oid, &present, &ev);
+		break;
+	}
+	if (rc == 0)
+		rc = poll_one(eq, &ev);
+	if (rc == 0)
+		rc = ev.ev_error;
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_null(wr);
+	assert_null(rd);
+	return rc;
+}
+
+static void test_status_outside_protocol(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_oid oids[2] = {{{8, EPERM}}, {{8, ENOSPC}}};
+	struct coffer_obj_buf bufs[2];
+	struct coffer_event ev;
+	coffer_handle_t c, eq;
+
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	/* statuses the protocol gives these ops pass unchanged */
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EPERM), -EPERM);
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EALREADY), -EALREADY);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CREATE, EEXIST), -EEXIST);
+	assert_int_equal(status_of(c, eq, COFFER_OP_DELETE, EBUSY), -EBUSY);
+	assert_int_equal(status_of(c, eq, COFFER_OP_GET, ENOENT), -ENOENT);
+	assert_int_equal(status_of(c, eq, COFFER_OP_RELEASE, EINVAL), -EINVAL);
+	/* any other is the store's protocol error */
+	assert_int_equal(status_of(c, eq, COFFER_OP_SEAL, EINTR), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CREATE, ENOTCONN), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_GET, EAGAIN), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_RELEASE, EEXIST), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_DELETE, EPERM), -EPROTO);
+	assert_int_equal(status_of(c, eq, COFFER_OP_CONTAINS, ENOENT), -EPROTO);
+	/* a bulk get's entries alike */
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_bulk(c, oids, 2, 0, bufs, &ev), 0);
+	assert_int_equal(poll_one(eq, &ev), 0);
+	assert_int_equal(ev.ev_error, 0);
+	assert_int_equal(bufs[0].status, -EPROTO); /* a GET is never refused with -EPERM */
+	assert_int_equal(bufs[1].status, -EPROTO);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	/* the connection lives on: an honest answer still works */
+	{
+		const void *d = NULL;
+
+		assert_int_equal(get_greeting(c, eq, &d), 0);
+	}
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * An ERROR's status on the socket, as on the rings (test_status_outside_protocol): one the
+ * protocol gives the message it answers (docs/protocol.md: -EACCES, -EMFILE, -ENOMEM,
+ * -ENOSPC at accept; -EINVAL, -EMFILE, -ENOMEM for a CHANNEL_OPEN; -EPROTO and
+ * -EPROTONOSUPPORT for a broken exchange), or the store broke the protocol: -EPROTO. It used
+ * to reach the caller as it came: a coffer_connect() refused with -EINTR, an object call
+ * whose channel the store refused with -EACCES - neither in those calls' lists.
+ */
+static void test_hello_error_status(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c;
+
+	assert_int_equal(coffer_connect(f->path, &c),
+			 atomic_load(&f->hello_error) == -EACCES ? -EACCES : -EPROTO);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
+static void test_chan_error_status(void **state)
+{
+	struct fake *f = *state;
+	coffer_handle_t c, eq;
+	const void *d = NULL;
+
+	atomic_store(&f->chan_err[0], -EINTR);
+	atomic_store(&f->chan_err[1], -EACCES);
+	atomic_store(&f->chan_err[2], -EMFILE);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(get_greeting(c, eq, &d), -EPROTO);
+	assert_int_equal(get_greeting(c, eq, &d), -EMFILE);
+	assert_int_equal(get_greeting(c, eq, &d), 0); /* the fourth open is served */
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
 	assert_int_equal(f->errors, 0);
 }
 
@@ -1753,6 +1996,13 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_fds_refused, setup_hello_3fds, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_reply_with_fd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_send_timeout_under_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_outside_protocol, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_error_status, setup_hello_error_eintr,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_error_status, setup_hello_error_eacces,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_chan_error_status, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,

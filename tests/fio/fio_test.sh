@@ -100,6 +100,28 @@
 #                 bsrange (reads start at any byte: no blocks can serve them) fails saying
 #                 so; before, the second read failed with ENOENT and its line blamed
 #                 eviction or a trim. Random reads of that shape still read the whole file
+#   index-latency a read the object index answers is copied inside commit: its copy must
+#                 count in clat (issue to completion), as a get's does, not in slat (start to
+#                 issue). 8 MiB blocks make the copy the largest part of either: clat's mean
+#                 is above slat's. Before, the issue time was stamped after the copy: slat
+#                 held it and clat was the wait for the next getevents (70 ns at the least)
+#   allow-create  allow_file_create=0 fails a job (read or write, and with coffer_prefill=1)
+#                 whose file has no block in the store where it starts, saying so, and
+#                 writes nothing, as psync fails one whose file does not exist; once the
+#                 file was written, the same jobs run. Before, the option was ignored: the
+#                 write job created the file, the read job read zeros, and both exited 0
+#   prefill-runtime  the prefill is not the job's I/O: with block 0 held unsealed by another
+#                 client for 4 s (the prefill waits for it), a time-based 1 s randread job
+#                 still reads for its second and reports a runtime well under the 4 s
+#                 wait; before, the prefill ran at the file's first open inside the job's
+#                 clocks: its runtime was over when it ended (1 read, ~2.5-3.5 s of
+#                 job runtime). With create_serialize=0 (fio sets files up in the job) it
+#                 stays timed, as documented
+#   put-number-ios  a job that stops at number_ios=4 writes reserves no more blocks than
+#                 those 4: over a 7 MiB file written before in an 8 MiB store, the whole
+#                 file still reads back after it, with coffer_put=1 as with 0. Before, the
+#                 pool reserved 32 blocks of 64 KiB (sized by size=2m, not number_ios=),
+#                 which are not evictable, and evicted the file's first blocks: ENOENT
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -430,13 +452,16 @@ case_missing() {
 	[ "$rc" -eq 0 ] || fail "coffer_prefill=1: $(cat "$work/p.log" "$work/p.json")"
 	[ "$(jq '.jobs[0].read.io_bytes' "$work/p.json")" -eq $((4 << 20)) ] ||
 		fail "coffer_prefill=1: not every block was read"
-	# prefill into a store too small for the jobs' data set (two jobs of 100 MiB, 128 MiB
+	# prefill into a store too small for the jobs' data set (64 MiB and 128 MiB, 128 MiB
 	# store): the second job's prefill evicts the first's blocks; the line must blame
-	# eviction and the store's size, not advise coffer_prefill=1, which the job sets
+	# eviction and the store's size, not advise coffer_prefill=1, which the job sets. The
+	# first job reads slowly (100 reads/s, up to 10 s) and the second starts 1 s later, so
+	# its prefill falls among the first's reads: two jobs of 100 MiB at full speed, as
+	# before, let the first finish its reads before the eviction in about 1 run of 4
+	printf '[global]\nrw=randread\nbs=64k\niodepth=8\n[s]\nsize=64m\nrate_iops=100\nruntime=20\n[t]\nsize=128m\nstartdelay=1\n' >"$work/small.fio"
 	fails_saying "$work/p2.log" \
-		"coffer: read of .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
-		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 --name=s \
-		--rw=randread --bs=64k --size=100m --numjobs=2 --iodepth=8
+		"coffer: read of s.0.0 .* failed: .*coffer_prefill=1 created every block.*evicted.*larger -m" \
+		--coffer_socket="$sock" --coffer_namespace=small --coffer_prefill=1 "$work/small.fio"
 	grep -q "set coffer_prefill=1" "$work/p2.log" &&
 		fail "coffer_prefill=1 set, yet the line advises it: $(cat "$work/p2.log")"
 	say "missing block: ENOENT by default, zeros with coffer_missing=zeros; prefill works"
@@ -1025,8 +1050,111 @@ case_prefill_unaligned() {
 	say "$(grep -m1 'cannot serve' "$work/u.log")"
 }
 
+# Reads answered by the object index are copied inside commit. fio's issue time (this engine
+# sets it) must be stamped before that copy, so clat (issue to reap) holds the read as it
+# does for a get and for other engines, and slat (start to issue) only fio's own preparation.
+# 8 MiB blocks at iodepth 1 make the copy dwarf the rest: stamped after the copy (before the
+# fix), slat's mean was the copy's time and clat's a few microseconds of waiting for the reap.
+case_index_latency() {
+	local rc idx slat clat
+	start_store 256M
+	fio_engine --coffer_socket="$sock" --coffer_namespace=lat --name=l --filename=l \
+		--rw=write --bs=8m --size=64m >"$work/w.log" 2>&1 || fail "write: $(cat "$work/w.log")"
+	for idx in 1 0; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace=lat --coffer_index=$idx \
+			--name=l --filename=l --rw=read --bs=8m --size=64m --loops=4 \
+			--output-format=json --output="$work/r$idx.json" >"$work/r$idx.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/r$idx.log"
+		[ "$rc" -eq 0 ] || fail "coffer_index=$idx: $(cat "$work/r$idx.log" "$work/r$idx.json")"
+		slat=$(jq '.jobs[0].read.slat_ns.mean | floor' "$work/r$idx.json")
+		clat=$(jq '.jobs[0].read.clat_ns.mean | floor' "$work/r$idx.json")
+		# the get path (0) is shown for comparison; the index path (1) is the one at stake
+		[ "$idx" -eq 0 ] || [ "$clat" -gt "$slat" ] ||
+			fail "coffer_index=$idx: 8 MiB reads' copy is not in clat: clat mean $clat ns, slat mean $slat ns"
+		say "coffer_index=$idx: 8 MiB reads, clat mean $clat ns, slat mean $slat ns"
+	done
+}
+
+case_allow_create() {
+	local rc shape
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	for shape in "--rw=write" "--rw=read --coffer_missing=zeros" "--rw=randread --coffer_prefill=1"; do
+		# shellcheck disable=SC2086 # the shape is several options
+		fails_saying "$work/a.log" "coffer: ac has no block at offset 0 in the store, and allow_file_create=0" \
+			--coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+			--bs=4k --size=64k --allow_file_create=0 $shape
+		"$block" "$sock" busy ac 0 exists && fail "$shape with allow_file_create=0 created the file"
+	done
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+		--rw=write --bs=4k --size=64k >"$work/w.log" 2>&1 || fail "write: $(cat "$work/w.log")"
+	for shape in "--rw=randwrite --verify=crc32c" "--rw=read --loops=2"; do
+		# shellcheck disable=SC2086
+		fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=ac --filename=ac \
+			--bs=4k --size=64k --allow_file_create=0 $shape >"$work/e.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/e.log"
+		[ "$rc" -eq 0 ] || fail "$shape on a written file: $(cat "$work/e.log")"
+	done
+	say "$(grep -m1 'allow_file_create=0' "$work/a.log")"
+}
+
+# The prefill runs before fio starts the job's clocks (post_init), as psync's file layout
+# does, not at the file's first open inside them. Another client holds block 0 unsealed for
+# 4 s, so the prefill lasts about that long: a job of 1 s (time_based) must still read
+# for its runtime and report a runtime well below those 4 s.
+case_prefill_runtime() {
+	local rc ios ms
+	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
+	start_store 64M
+	hold_block timed 4000
+	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --coffer_prefill=1 --name=r \
+		--filename=timed --rw=randread --bs=4k --size=1m --iodepth=8 --time_based=1 \
+		--runtime=1 --output-format=json --output="$work/r.json" >"$work/r.log" 2>&1
+	rc=$?
+	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
+	no_crash "$rc" "$work/r.log"
+	[ "$rc" -eq 0 ] || fail "the job failed: $(cat "$work/r.log" "$work/r.json")"
+	ios=$(jq '.jobs[0].read.total_ios' "$work/r.json")
+	ms=$(jq '.jobs[0].job_runtime' "$work/r.json")
+	[ "$ms" -lt 2500 ] || fail "the prefill's 4 s wait was timed as the job's I/O: runtime $ms ms, $ios reads"
+	[ "$ios" -gt 64 ] || fail "the job did not read for its runtime: $ios reads in $ms ms"
+	say "a prefill that waited 4 s left the job its 1 s of reads: $ios reads in $ms ms"
+}
+
+# Reserved blocks are not evictable: a job must not reserve more than it will write. fio
+# stops a job at number_ios= too, not only at size= or io_size=.
+case_put_number_ios() {
+	local put rc
+	for put in 0 1; do
+		# a store of its own each: another file's older blocks would be evicted first
+		start_store 8M
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --name=n --rw=write \
+			--bs=64k --size=7m --iodepth=16 >"$work/w$put.log" 2>&1 ||
+			fail "writing the file: $(cat "$work/w$put.log")"
+		# 4 writes into its first 2 MiB: the pool may hold 2 x iodepth blocks, no more
+		# than the job writes, and the 7 MiB already there leave room for 4, not 32
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --coffer_put=$put \
+			--name=n --rw=randwrite --bs=64k --size=2m --iodepth=16 --number_ios=4 \
+			>"$work/n$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/n$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put number_ios=4: $(cat "$work/n$put.log")"
+		fio_engine --coffer_socket="$sock" --coffer_namespace="nios$put" --name=n --rw=read \
+			--bs=64k --size=7m --iodepth=16 >"$work/r$put.log" 2>&1 ||
+			fail "coffer_put=$put: the file lost blocks to a job of 4 writes: $(grep -m1 'fio: coffer' "$work/r$put.log")"
+		coffer_store_stop
+	done
+	say "4 writes (number_ios=4) into a 7 MiB file in an 8 MiB store left every block readable, by create + seal and by put"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+put-number-ios) case_put_number_ios ;;
+prefill-runtime) case_prefill_runtime ;;
+allow-create) case_allow_create ;;
+index-latency) case_index_latency ;;
 prefill-unaligned) case_prefill_unaligned ;;
 fill-device) case_fill_device ;;
 create-only) case_create_only ;;
@@ -1064,7 +1192,7 @@ store-down) case_store_down ;;
 depth) case_depth ;;
 missing) case_missing ;;
 *)
-	echo "usage: $0 exports|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
+	echo "usage: $0 exports|put-number-ios|prefill-runtime|allow-create|index-latency|prefill-unaligned|fill-device|create-only|short-read|prefill-bssplit|readonly|file-append|kvcache-full|deep-verify|put-fits|overwrite-order|put-shared|enghelp|options|env|verify-fork|verify-thread|store-down|depth|missing|overwrite|offset|size-remainder|prefill-align|trim-busy|no-size|io-error|pre-read|prefill-busy|prefill-creator-dies|write-busy|unlink|store-dies|store-stopped|quickstart|quickstart-reldir" >&2
 	exit 2
 	;;
 esac
