@@ -223,6 +223,8 @@ static int hello_error(struct rc_conn *c)
 	return e.status;
 }
 
+static struct rc_store g_inflight_store;
+
 /* Sends one byte with @n (<= 64) copies of @fds over @sock. Return: 0, or -errno. */
 static int send_fds(int sock, const int *fds, unsigned int n)
 {
@@ -258,13 +260,15 @@ static int send_fds(int sock, const int *fds, unsigned int n)
  */
 static void test_fds_in_flight(void **state)
 {
-	static const char *const args[] = {"-m", "4M", "--hugepages=off", "--max-files=64", NULL};
-	enum { BALLAST = 128, PER_MSG = 64 };
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", "--max-files=256", NULL};
+	/* twice the store's bound; the bound leaves room for what other processes of the
+	 * user (other tests, run as root beside this one) have in flight at the same time */
+	enum { BALLAST = 512, PER_MSG = 64 };
 	const char *exe = getenv("COFFER_STORE_EXE"), *nocaps = getenv("COFFER_STORE_NOCAPS_EXE");
 	struct coffer_store_info info;
 	struct rc_conn good, late;
 	struct rc_chan ch;
-	struct rc_store st;
+	struct rc_store *st = &g_inflight_store; /* stopped by teardown_inflight() */
 	int fds[PER_MSG], sp[2], rc, fds0, i;
 	char saved[512];
 
@@ -273,11 +277,11 @@ static void test_fds_in_flight(void **state)
 	assert_non_null(nocaps);
 	snprintf(saved, sizeof(saved), "%s", exe);
 	assert_int_equal(setenv("COFFER_STORE_EXE", nocaps, 1), 0);
-	rc = rc_store_start(&st, args);
+	rc = rc_store_start(st, args);
 	assert_int_equal(setenv("COFFER_STORE_EXE", saved, 1), 0);
 	assert_int_equal(rc, 0);
-	assert_int_equal(rc_connect(&good, st.sock), 0);
-	fds0 = rc_count_fds(st.pid);
+	assert_int_equal(rc_connect(&good, st->sock), 0);
+	fds0 = rc_count_fds(st->pid);
 
 	/* not a socket's fd: an unread socket in its own queue would wait for the kernel's
 	 * garbage collector, and stay in flight after the close below */
@@ -292,7 +296,7 @@ static void test_fds_in_flight(void **state)
 	assert_int_equal(rc_chan_open(&good, &ch, 0), -EMFILE);
 	assert_int_equal(rc_query(&good, &info), 0); /* still connected */
 	assert_int_equal(info.clients, 1);
-	assert_int_equal(rc_connect_raw(&late, st.sock), 0);
+	assert_int_equal(rc_connect_raw(&late, st->sock), 0);
 	assert_int_equal(hello_error(&late), -EMFILE);
 	rc_close(&late);
 
@@ -301,18 +305,31 @@ static void test_fds_in_flight(void **state)
 	close(fds[0]);
 	for (i = 0; i < 500; i++) {
 		assert_int_equal(rc_query(&good, &info), 0);
-		if (info.clients == 1 && rc_count_fds(st.pid) == fds0)
+		if (info.clients == 1 && rc_count_fds(st->pid) == fds0)
 			break;
 		usleep(10000);
 	}
 	assert_int_equal(info.clients, 1);
-	assert_int_equal(rc_count_fds(st.pid), fds0);
+	assert_int_equal(rc_count_fds(st->pid), fds0);
 	assert_int_equal(rc_chan_open(&good, &ch, 0), 0);
 	assert_int_equal(rc_chan_close(&ch), 0);
-	assert_int_equal(rc_connect(&late, st.sock), 0);
+	assert_int_equal(rc_connect(&late, st->sock), 0);
 	rc_close(&late);
 	rc_close(&good);
-	assert_int_equal(rc_store_stop(&st), 0);
+	rc = rc_store_stop(st);
+	st->pid = 0;
+	assert_int_equal(rc, 0);
+}
+
+/* Stops test_fds_in_flight's store if the test failed: a store left running keeps the
+ * test's stdout open, and meson waited for it until its timeout. */
+static int teardown_inflight(void **state)
+{
+	(void)state;
+	if (g_inflight_store.pid > 0)
+		(void)rc_store_stop(&g_inflight_store);
+	g_inflight_store.pid = 0;
+	return 0;
 }
 
 /* A 4 MiB store without hugepages, a raw client of it and a channel of @entries entries. */
@@ -409,9 +426,12 @@ static void test_stalled_reply_ring_cpu(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_connect_cycles), cmocka_unit_test(test_fd_exhaustion),
-	    cmocka_unit_test(test_max_files),	   cmocka_unit_test(test_fds_in_flight),
-	    cmocka_unit_test(test_idle_cpu),	   cmocka_unit_test(test_stalled_reply_ring_cpu),
+	    cmocka_unit_test(test_connect_cycles),
+	    cmocka_unit_test(test_fd_exhaustion),
+	    cmocka_unit_test(test_max_files),
+	    cmocka_unit_test_teardown(test_fds_in_flight, teardown_inflight),
+	    cmocka_unit_test(test_idle_cpu),
+	    cmocka_unit_test(test_stalled_reply_ring_cpu),
 	};
 
 	if (argc > 1)
