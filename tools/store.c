@@ -45,7 +45,11 @@
  * - Nothing a client sends can make the store block, fault or write to a freed session:
  *   sockets are nonblocking and sent with MSG_NOSIGNAL; when a client stops reading, the
  *   one reply that found its socket full waits in the session and the store stops reading
- *   its requests (back-pressure), while its deferred get replies wait in sock_reps.
+ *   its requests (back-pressure), while its deferred get replies wait in sock_reps; from
+ *   the send that found the socket full until EPOLLOUT reports room, nothing is sent to it
+ *   (no send that would fail per delivery), and EPOLLOUT is dropped once all went out.
+ * - A client that half-closes its socket (shutdown(SHUT_WR)) is read no more but keeps its
+ *   session - replies to what it asked, its references, its channels - until it closes.
  * - No socket reply needs memory when it is sent: a store short of memory must keep its
  *   clients (tests/reliability/README.md, 11b), and a reply computed but not kept would
  *   leave the client waiting for good. A message is read only when its reply has room: a
@@ -65,6 +69,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -155,6 +160,9 @@ struct sess {
 	struct coffer__owner owner;
 	int fd;
 	int hello, doomed, epollout;
+	/* the client shut its sending side down (SHUT_WR): not read any more, but served - its
+	 * waiting gets, queued replies and channels - until it closes (EPOLLHUP) */
+	int rd_eof;
 	pid_t pid;
 	uid_t uid;
 	struct chan *chans[COFFER_CHANNELS_MAX];
@@ -305,13 +313,14 @@ static void doom(struct sess *s, const char *why)
 	coffer__dl_add_tail(s->doomed_list, &s->doomed_link);
 }
 
-/* Waits for room in the socket while a reply waits for it; else reads, unless starved (then
- * only a hang-up is reported, which epoll always reports). */
+/* Waits for room in the socket while a reply waits for it; else reads, unless starved or
+ * half-closed (then only a hang-up is reported, which epoll always reports; a half-closed
+ * socket would be readable - EOF - for good). */
 static void set_events(struct store *st, struct sess *s)
 {
-	struct epoll_event ev = {.events = s->epollout	? EPOLLOUT
-					   : s->starved ? 0
-							: EPOLLIN,
+	struct epoll_event ev = {.events = s->epollout		     ? EPOLLOUT
+					   : s->starved || s->rd_eof ? 0
+								     : EPOLLIN,
 				 .data.ptr = &s->kind};
 
 	(void)epoll_ctl(st->epfd, EPOLL_CTL_MOD, s->fd, &ev);
@@ -342,6 +351,8 @@ static void outmsg_close_fds(struct outmsg *m)
 }
 
 static void flush_sock_reps(struct store *st, struct sess *s);
+static void send_sock_reps(struct store *st, struct sess *s);
+static void fds_refused(struct store *st, struct sess *s, const unsigned char *reply);
 
 /*
  * Sends a reply to the message just read, or keeps it in one of @s's reserves when the
@@ -363,11 +374,13 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
 		close_owned(fds, nfds, owned);
 		return;
 	}
-	if (s->queued == NULL) {
+	if (s->queued == NULL && !s->epollout) { /* epollout: found full, wait for room */
 		rc = coffer__send_fds(s->fd, buf, len, fds, nfds, MSG_DONTWAIT);
 		if (rc >= 0 || rc != -EAGAIN) {
 			close_owned(fds, nfds, owned);
-			if (rc < 0)
+			if (rc == -ETOOMANYREFS && nfds > 0)
+				fds_refused(st, s, buf);
+			else if (rc < 0)
 				doom(s, "send failed");
 			return;
 		}
@@ -394,13 +407,23 @@ static void sess_send(struct store *st, struct sess *s, const void *buf, size_t 
  * went out. */
 static void sess_flush_outq(struct store *st, struct sess *s)
 {
-	struct outmsg *m = s->queued;
+	struct outmsg *m;
 
-	if (m != NULL && !s->doomed) {
+	while ((m = s->queued) != NULL && !s->doomed) {
 		long rc = coffer__send_fds(s->fd, m->buf, m->len, m->fds, m->nfds, MSG_DONTWAIT);
 
 		if (rc == -EAGAIN)
 			return;
+		if (rc == -ETOOMANYREFS && m->nfds > 0) {
+			unsigned char reply[REPLY_SMALL_MAX];
+
+			/* its answer may take the reserve it lies in: sent next time round */
+			memcpy(reply, m->buf, m->len < sizeof(reply) ? m->len : sizeof(reply));
+			outmsg_close_fds(m);
+			s->queued = NULL;
+			fds_refused(st, s, reply);
+			continue;
+		}
 		if (rc < 0) {
 			doom(s, "send failed");
 			return;
@@ -408,7 +431,7 @@ static void sess_flush_outq(struct store *st, struct sess *s)
 		outmsg_close_fds(m);
 		s->queued = NULL;
 	}
-	flush_sock_reps(st, s);
+	send_sock_reps(st, s);
 	if (s->epollout && !s->doomed && s->queued == NULL && s->nsock_reps == 0) {
 		s->epollout = 0;
 		set_events(st, s);
@@ -475,7 +498,7 @@ static void send_error(struct store *st, struct sess *s, int status, int fatal, 
 /* Sends @s's deferred socket replies, a batch a message, after the reply that waits for
  * room; what the socket has no room for stays in sock_reps (its slots were reserved when
  * the gets began to wait), sent when the client reads (sess_flush_outq()). */
-static void flush_sock_reps(struct store *st, struct sess *s)
+static void send_sock_reps(struct store *st, struct sess *s)
 {
 	unsigned char buf[REPLY_BIG_MAX];
 	struct coffer_msg_hdr h;
@@ -505,6 +528,20 @@ static void flush_sock_reps(struct store *st, struct sess *s)
 		s->nsock_reps -= k;
 		memmove(s->sock_reps, s->sock_reps + k, s->nsock_reps * sizeof(struct coffer_rep));
 	}
+}
+
+/*
+ * Sends @s's deferred socket replies (send_sock_reps()) unless its socket was found full:
+ * then they wait for EPOLLOUT (sess_flush_outq()), and a delivery only adds to sock_reps.
+ * Trying anyway cost the store a send failing with EAGAIN per delivery (each get woken or
+ * timed out past a full batch, and each round that woke one) for as long as the client did
+ * not read: up to 4096 (COFFER_OT_SOCK_WAITERS_MAX) per client and full socket
+ * (test_full_socket_no_send_per_delivery).
+ */
+static void flush_sock_reps(struct store *st, struct sess *s)
+{
+	if (!s->epollout)
+		send_sock_reps(st, s);
 }
 
 /* ---------------------------------------------------------------- channels */
@@ -768,6 +805,38 @@ static void chan_close(struct store *st, struct chan *c)
 	close(c->rep_efd);
 	munmap(c->map, c->map_bytes);
 	free(c);
+}
+
+/*
+ * The kernel would not pass the fds of @reply (a HELLO_REPLY or a CHANNEL_OPEN_REPLY; they
+ * are closed already): ETOOMANYREFS, more fds sent by the store's user are in flight - sent,
+ * not yet received - than its RLIMIT_NOFILE (root, or CAP_SYS_RESOURCE, is exempt). Clients
+ * that do not read their replies hold them (a HELLO_REPLY holds five), so this is seldom the
+ * doing of the client at hand: it used to be closed ("send failed"), and a well-behaved
+ * client opening a channel beside a dozen stalled connects lost its connection
+ * (test_fds_in_flight). A CHANNEL_OPEN is answered -EMFILE instead, as when the store is out
+ * of fds, and the channel it opened is closed; a HELLO is refused (-EMFILE, fatal: there is
+ * no session without its fds), with that reason instead of bare EOF.
+ */
+static void fds_refused(struct store *st, struct sess *s, const unsigned char *reply)
+{
+	static const char why[] = "too many file descriptors in flight to clients that have "
+				  "not read them (ETOOMANYREFS)";
+	struct coffer_msg_hdr h;
+
+	memcpy(&h, reply, sizeof(h));
+	if (h.type == COFFER_MSG_CHANNEL_OPEN_REPLY) {
+		struct coffer_chan_open_reply r;
+
+		memcpy(&r, reply + sizeof(h), sizeof(r));
+		if (r.channel_id < COFFER_CHANNELS_MAX && s->chans[r.channel_id] != NULL)
+			chan_close(st, s->chans[r.channel_id]);
+		COFFER_LOG_RL(COFFER_LOG_WARN, "client pid %d: CHANNEL_OPEN refused: %s",
+			      (int)s->pid, why);
+		send_error(st, s, -EMFILE, 0, "CHANNEL_OPEN failed: %s", why);
+		return;
+	}
+	send_error(st, s, -EMFILE, 1, "HELLO refused: %s", why);
 }
 
 /*
@@ -1101,6 +1170,16 @@ static bool next_is_request(int fd)
 	return n == (ssize_t)sizeof(h) && h.type == COFFER_MSG_REQUEST;
 }
 
+/* Whether @fd's peer has shut its sending side down: a SOCK_SEQPACKET recv() returns 0 both
+ * for that and for an empty message, which is a protocol violation (and is followed by
+ * more messages). */
+static bool at_eof(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+}
+
 /* Allocates @s's reserve for a REQUEST's reply. Return: whether @s has one now. */
 static bool big_reserve(struct sess *s)
 {
@@ -1148,7 +1227,8 @@ static void sess_read(struct store *st, struct sess *s, bool hup)
 {
 	int i;
 
-	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && !s->epollout; i++) {
+	for (i = 0; i < SOCK_MSGS_PER_ROUND && !s->doomed && !s->epollout && (!s->rd_eof || hup);
+	     i++) {
 		int fds[COFFER_MSG_FDS_MAX];
 		unsigned int nfds = 0;
 		long n;
@@ -1171,6 +1251,28 @@ static void sess_read(struct store *st, struct sess *s, bool hup)
 		}
 		if (n == -EMSGSIZE) {
 			send_error(st, s, -EPROTO, 1, "message too large or too many fds");
+			return;
+		}
+		if (n == 0 && !hup && !at_eof(s->fd)) {
+			send_error(st, s, -EPROTO, 1, "empty message");
+			return;
+		}
+		if (n == 0 && !hup) {
+			/* Half-closed (shutdown(SHUT_WR)): no more requests, but the ones it sent
+			 * are answered, as a Unix-socket daemon answers a client that signals the
+			 * end of its requests so (nc -N, a HTTP/1.0 client): its waiting gets, its
+			 * queued replies and its channels, until it closes. Its references stay
+			 * until then, so an object it was given cannot be evicted under it. It
+			 * used to be closed here, and lost the replies of its waiting gets - unless
+			 * its socket was full, which put the EOF off until the replies had gone out
+			 * (test_half_closed_client_gets_its_replies). */
+			COFFER_LOG_RL(
+			    COFFER_LOG_INFO,
+			    "client pid %d: end of requests (half-closed); served until it "
+			    "closes",
+			    (int)s->pid);
+			s->rd_eof = 1;
+			set_events(st, s);
 			return;
 		}
 		if (n <= 0) {
@@ -1686,6 +1788,22 @@ static void dispatch(struct store *st, struct epoll_event *ev)
 	}
 }
 
+/* Whether a stop signal came on @sigfd within @ms (it is read and logged then). */
+static bool stop_signalled(int sigfd, int ms)
+{
+	struct pollfd p = {.fd = sigfd, .events = POLLIN};
+	struct signalfd_siginfo si;
+
+	if (sigfd < 0) {
+		usleep((useconds_t)ms * 1000);
+		return false;
+	}
+	if (poll(&p, 1, ms) <= 0 || read(sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return false;
+	COFFER_LOG(COFFER_LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
+	return true;
+}
+
 /* How long a starting store waits for another one starting in the same directory. */
 #define LISTEN_LOCK_WAIT_MS 5000
 
@@ -1696,11 +1814,15 @@ static void dispatch(struct store *st, struct epoll_event *ev)
  * had just bound: that store ran on, ready, and no client could reach it
  * (test_concurrent_start_one_reachable). With it the second finds the first listening and
  * refuses. Waits up to LISTEN_LOCK_WAIT_MS for a store starting beside it (one stopped in
- * the middle of its start holds the lock longer). Return: the locked directory's fd (closing
- * it unlocks); -1 where the directory cannot be locked (cannot be opened, or flock(2) is not
- * supported: go on without, as before); -2 after the wait (logged; the caller refuses).
+ * the middle of its start holds the lock longer). The wait watches @sigfd (the store's
+ * signalfd: SIGTERM, SIGINT, SIGHUP are blocked by then), so a stop asked for meanwhile is
+ * acted on at once; it used to come only after the whole wait, and then as a refusal.
+ * Return: the locked directory's fd (closing it unlocks); -1 where the directory cannot be
+ * locked (cannot be opened, or flock(2) is not supported: go on without, as before); -2
+ * after the wait (logged; the caller refuses); -3 when a stop signal came first (logged;
+ * the caller stops, nothing bound; test_stop_while_waiting_for_dir_lock).
  */
-static int listen_lock(const char *path)
+static int listen_lock(const char *path, int sigfd)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	const char *slash = strrchr(path, '/');
@@ -1732,7 +1854,10 @@ static int listen_lock(const char *path)
 			close(fd);
 			return -2;
 		}
-		usleep(10000);
+		if (stop_signalled(sigfd, 10)) {
+			close(fd);
+			return -3;
+		}
 	}
 	return fd;
 }
@@ -1825,12 +1950,15 @@ static int bind_listener(struct store *st)
 }
 
 /* Binds and listens on the socket path (a stale socket there is replaced; anything else is
- * refused), under listen_lock(). Return: 0, or -1 (logged). */
+ * refused), under listen_lock(). Return: 0, or -1 (logged; st->stop set when a stop signal
+ * ended the wait for the lock). */
 static int make_listener(struct store *st)
 {
-	int lock = listen_lock(st->cfg->socket_path), rc;
+	int lock = listen_lock(st->cfg->socket_path, st->sigfd), rc;
 
-	if (lock == -2)
+	if (lock == -3)
+		st->stop = 1;
+	if (lock == -2 || lock == -3)
 		return -1;
 	rc = bind_listener(st);
 	if (lock >= 0)
@@ -1946,9 +2074,12 @@ int coffer__store_run(const struct coffer__store_cfg *cfg)
 	coffer__dl_init(&st->starved);
 	coffer__dl_init(&st->doomed);
 	if (setup(st) != 0) {
+		rc = st->stop ? 0 : 1; /* stopped while starting (signal): a clean stop */
 		teardown(st);
 		free(st);
-		return 1;
+		if (rc == 0)
+			COFFER_LOG(COFFER_LOG_NOTICE, "stopped");
+		return rc;
 	}
 	COFFER_LOG(COFFER_LOG_NOTICE, "arena %" PRIu64 " bytes, %s, segment %08x, %s", st->shm.size,
 		   st->shm.hugepages ? "hugepages" : "ordinary pages", st->shm.segment,

@@ -358,6 +358,94 @@ static void test_store_cannot_watch(void **state)
 	rmdir(g_dir);
 }
 
+/* The store's client count, as QUERY on @c tells it (a QUERY's reply needs no memory). */
+static uint64_t nclients(struct rc_conn *c)
+{
+	struct coffer_store_info info;
+
+	assert_int_equal(rc_query(c, &info), 0);
+	return info.clients;
+}
+
+/* Sends a CONTAINS of @oidn without waiting for its reply; *@tag: its tag. */
+static void send_contains(struct rc_conn *c, uint64_t oidn, uint64_t *tag)
+{
+	struct coffer_req r;
+
+	rc_req_init(c, &r, COFFER_OP_CONTAINS, oidn);
+	*tag = r.tag;
+	assert_int_equal(rc_batch(c, &r, 1, NULL, 0, 0), 0);
+}
+
+/*
+ * Clients starved together (each one's first REQUEST has no reply reserve while the store is
+ * short of memory: not read until memory is back) are all read again once it is back - one
+ * that keeps sending requests does not keep another waiting - and one that disconnects while
+ * starved leaves nothing: its session, socket and doorbell go at once, not when memory is
+ * back, and the starved list it was on is intact (the others are served).
+ */
+static void test_starved_clients_served_in_turn(void **state)
+{
+	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
+	enum { MORE = 8 };
+	struct rc_conn a, b, c, d;
+	struct coffer_rep rep[MORE + 1];
+	uint64_t tag_a[MORE + 1], tag_b, tag_c;
+	int fds0, i;
+
+	(void)state;
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
+	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
+	assert_int_equal(unsetenv("COFFER_TEST_NODUP_FILE"), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+	/* connected before the shortage, none has sent a REQUEST (d only asks QUERY) */
+	assert_int_equal(rc_connect(&a, st.sock), 0);
+	assert_int_equal(rc_connect(&b, st.sock), 0);
+	assert_int_equal(rc_connect(&d, st.sock), 0);
+	fds0 = rc_count_fds(st.pid);
+	assert_int_equal(rc_connect(&c, st.sock), 0);
+	assert_int_equal(rc_put(&d, 1, 64, 1), 0); /* d's own REQUEST, before the shortage */
+
+	shortage(true);
+	send_contains(&a, 1, &tag_a[0]); /* starved first */
+	send_contains(&c, 1, &tag_c);
+	send_contains(&b, 1, &tag_b);
+	for (i = 1; i <= MORE; i++) /* a keeps asking */
+		send_contains(&a, 1, &tag_a[i]);
+	assert_int_equal(rc_recv_reps(&a, rep, 1, 300), -ETIMEDOUT); /* not read: starved */
+	rc_close(&c); /* gone while starved, between a and b */
+	for (i = 0; i < 500 && nclients(&d) != 3; i++)
+		usleep(10000);
+	assert_int_equal(nclients(&d), 3);
+	assert_int_equal(rc_count_fds(st.pid), fds0);
+	assert_int_equal(rc_recv_reps(&b, rep, 1, 100), -ETIMEDOUT); /* still short */
+	(void)tag_c;
+
+	shortage(false);
+	assert_int_equal(rc_recv_reps(&b, rep, 1, 10000), 1);
+	assert_int_equal(rep[0].tag, tag_b);
+	assert_int_equal(rep[0].status, 0);
+	assert_int_equal(rep[0].size, 1); /* present */
+	assert_int_equal(rc_recv_reps(&a, rep, MORE + 1, 10000), MORE + 1);
+	for (i = 0; i <= MORE; i++) {
+		assert_int_equal(rep[i].tag, tag_a[i]);
+		assert_int_equal(rep[i].status, 0);
+		assert_int_equal(rep[i].size, 1);
+	}
+	assert_int_equal(nclients(&a), 3);
+	assert_int_equal(nclients(&b), 3);
+	assert_int_equal(rc_delete(&d, 1), 0);
+	rc_close(&a);
+	rc_close(&b);
+	rc_close(&d);
+	assert_int_equal(rc_store_stop(&st), 0);
+	st.pid = 0;
+	rmdir(g_dir);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -377,6 +465,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_store_cannot_watch, teardown),
 	    cmocka_unit_test_teardown(test_full_socket_short_of_memory, teardown),
 	    cmocka_unit_test_teardown(test_full_socket_out_of_fds, teardown),
+	    cmocka_unit_test_teardown(test_starved_clients_served_in_turn, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

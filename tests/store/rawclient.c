@@ -776,3 +776,30 @@ int rc_count_fds(pid_t pid)
 	closedir(dir);
 	return n;
 }
+
+long rc_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) == NULL) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	/* fields after ')': 3 state ... 14 utime 15 stime */
+	for (i = 0; i < 11 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p, " %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}

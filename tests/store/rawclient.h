@@ -147,4 +147,8 @@ int rc_chan_wait(struct rc_chan *ch, struct coffer_rep *reps, unsigned int n, in
 /** rc_count_fds() - open fds of process @pid (from /proc), or -1. */
 int rc_count_fds(pid_t pid);
 
+/** rc_cpu_ticks() - CPU time (utime + stime, from /proc) of process @pid in clock ticks, or
+ * -1. */
+long rc_cpu_ticks(pid_t pid);
+
 #endif /* COFFER_TESTS_RAWCLIENT_H */

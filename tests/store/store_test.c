@@ -5,9 +5,11 @@
  * the raw protocol (socket REQUEST path and channel rings), and ends by checking that the
  * store's used bytes are back to what the sealed objects hold and that it stops cleanly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -103,6 +105,23 @@ static int setup16_awake(void **state)
 }
 
 /* Exactly 1 MiB of ordinary memory: eviction and capacity tests count bytes. */
+/* setup16 against coffer-store-sendcount (send_count.c: each send failing EAGAIN logged). */
+static int setup16_sendcount(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE"),
+		   *counting = getenv("COFFER_STORE_SENDCOUNT_EXE");
+	char saved[512];
+	int rc;
+
+	if (exe == NULL || counting == NULL)
+		return -1;
+	snprintf(saved, sizeof(saved), "%s", exe);
+	setenv("COFFER_STORE_EXE", counting, 1);
+	rc = setup16(state);
+	setenv("COFFER_STORE_EXE", saved, 1);
+	return rc;
+}
+
 static int setup1m(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", NULL};
@@ -399,6 +418,188 @@ static void test_deferred_replies_full_socket(void **state)
 	for (i = 0; i < BATCHES * COFFER_MSG_BATCH_MAX; i++)
 		assert_int_equal(rc_release(&f->a, 1), 0);
 	assert_int_equal(rc_delete(&f->a, 1), 0);
+	assert_int_equal(used(f), 0);
+}
+
+/* Sends @n requests @op on ObjectIDs first..first+n-1 (@size each), a batch a message, and
+ * asserts that each is answered 0. */
+static void each_ok(struct rc_conn *c, uint16_t op, uint64_t first, unsigned int n, uint64_t size)
+{
+	static struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	static struct coffer_rep rep[COFFER_MSG_BATCH_MAX];
+
+	for (unsigned int done = 0; done < n;) {
+		unsigned int k = n - done < COFFER_MSG_BATCH_MAX ? n - done : COFFER_MSG_BATCH_MAX;
+
+		for (unsigned int i = 0; i < k; i++) {
+			rc_req_init(c, &r[i], op, first + done + i);
+			r[i].size = size;
+		}
+		assert_int_equal(rc_batch(c, r, k, rep, k, 5000), (int)k);
+		for (unsigned int i = 0; i < k; i++)
+			assert_int_equal(rep[i].status, 0);
+		done += k;
+	}
+}
+
+/* Lines of @st's log (its stderr) that contain @what. */
+static unsigned int log_count(const struct rc_store *st, const char *what)
+{
+	char path[160], line[512];
+	unsigned int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/store.log", st->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A client stops reading while the store wakes its waiting gets one at a time (a seal each):
+ * from the send that finds its socket full, the store sends it nothing until the socket has
+ * room again (EPOLLOUT) - it used to make a send failing with EAGAIN for every get woken, a
+ * few thousand here - and meanwhile it idles. When the client reads again, every reply comes
+ * exactly once and the store reads the client again.
+ */
+static void test_full_socket_no_send_per_delivery(void **state)
+{
+	/* the most socket gets one client may have waiting (COFFER_OT_SOCK_WAITERS_MAX); each
+	 * wakes alone, so its reply is a message of its own, and some hundred fill a socket */
+	enum { N = 4096, OID = 1000 };
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	static unsigned char seen[N];
+	static struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	struct fx *f = *state;
+	struct coffer_store_info info;
+	uint64_t first_tag = f->a.next_tag;
+	unsigned int i, replies = 0, sent_full;
+	long t0, t1;
+
+	each_ok(&f->b, COFFER_OP_CREATE, OID, N, 64);
+	for (unsigned int done = 0; done < N; done += COFFER_MSG_BATCH_MAX) {
+		for (i = 0; i < COFFER_MSG_BATCH_MAX; i++) {
+			rc_req_init(&f->a, &r[i], COFFER_OP_GET, OID + done + i);
+			r[i].timeout_us = -1;
+		}
+		/* the store reads us: nothing of ours waits for room yet */
+		assert_int_equal(rc_batch(&f->a, r, COFFER_MSG_BATCH_MAX, NULL, 0, 0), 0);
+	}
+	assert_int_equal(rc_query(&f->a, &info), 0); /* every get read and waiting */
+	assert_int_equal(log_count(&f->st, "coffer-test: send EAGAIN"), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(rc_seal(&f->b, OID + i, COFFER_SEAL_RELEASE), 0);
+	/* a's socket filled (one send found it full), and nothing was sent into it after that */
+	sent_full = log_count(&f->st, "coffer-test: send EAGAIN");
+	assert_int_equal(sent_full, 1);
+	/* and the store idles (ticks of CPU it used, not time) */
+	t0 = rc_cpu_ticks(f->st.pid);
+	usleep(300000);
+	t1 = rc_cpu_ticks(f->st.pid);
+	assert_true(t0 >= 0 && t1 - t0 <= 2);
+
+	while (replies < N) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		for (i = 0; i < h.count; i++) {
+			struct coffer_rep rep;
+			uint64_t k;
+
+			memcpy(&rep, buf + sizeof(h) + i * sizeof(rep), sizeof(rep));
+			k = rep.tag - first_tag;
+			assert_true(k < N);
+			assert_int_equal(seen[k], 0); /* not twice */
+			seen[k] = 1;
+			assert_int_equal(rep.status, 0);
+			replies++;
+		}
+	}
+	/* all out: the store reads us again (EPOLLOUT dropped), and nothing more comes */
+	assert_int_equal(rc_query(&f->a, &info), 0);
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	each_ok(&f->a, COFFER_OP_RELEASE, OID, N, 0);
+	each_ok(&f->b, COFFER_OP_DELETE, OID, N, 0);
+	assert_int_equal(used(f), 0);
+}
+
+/* The number of clients the store reports to @c. */
+static uint64_t clients(struct rc_conn *c)
+{
+	struct coffer_store_info info;
+
+	assert_int_equal(rc_query(c, &info), 0);
+	return info.clients;
+}
+
+/*
+ * A client that shuts its socket down for writing after its requests (shutdown(SHUT_WR), the
+ * Unix-socket way to say "that was all") still gets every reply it asked for - a get that
+ * waits for a seal, a get that times out - and keeps its session and references until it
+ * closes; then everything of it is gone. The store used to close it at the EOF, and the
+ * waiting gets' replies were lost.
+ */
+static void test_half_closed_client_gets_its_replies(void **state)
+{
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	struct fx *f = *state;
+	struct coffer_req r[3];
+	struct coffer_rep rep[3];
+	struct coffer_store_info info;
+	unsigned int got = 0;
+	uint64_t tag_x, tag_y;
+	int fds0 = rc_count_fds(f->st.pid);
+
+	assert_int_equal(rc_create(&f->b, 40, 4096, 0, NULL), 0);
+	rc_req_init(&f->a, &r[0], COFFER_OP_GET, 40); /* waits for b's seal */
+	r[0].timeout_us = -1;
+	rc_req_init(&f->a, &r[1], COFFER_OP_GET, 41); /* never created: times out */
+	r[1].timeout_us = 200000;
+	rc_req_init(&f->a, &r[2], COFFER_OP_CONTAINS, 40); /* answered at once */
+	tag_x = r[0].tag;
+	tag_y = r[1].tag;
+	assert_int_equal(rc_batch(&f->a, r, 3, rep, 1, 5000), 1);
+	assert_int_equal(rep[0].tag, r[2].tag);
+	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
+	/* a's EOF is ready before b's QUERY is sent, so the store handles it in the same
+	 * epoll_wait() batch as that QUERY or sooner: before b's seal */
+	assert_int_equal(clients(&f->b), 2);
+	assert_int_equal(rc_seal(&f->b, 40, COFFER_SEAL_RELEASE), 0);
+	while (got < 2) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed before its replies */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		for (unsigned int i = 0; i < h.count; i++, got++) {
+			memcpy(&rep[got], buf + sizeof(h) + i * sizeof(rep[0]), sizeof(rep[0]));
+			assert_true(got < 2);
+		}
+	}
+	assert_int_equal(rep[0].tag, tag_x);
+	assert_int_equal(rep[0].status, 0);
+	assert_int_equal(rep[0].size, 4096);
+	assert_int_equal(rep[1].tag, tag_y);
+	assert_int_equal(rep[1].status, -ENOENT);
+	/* still its session: nothing more comes, and its reference keeps the object */
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	assert_int_equal(clients(&f->b), 2);
+	assert_int_equal(rc_delete(&f->b, 40), 0); /* deferred: a holds it */
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	assert_int_equal(info.used_bytes, 4096);
+	rc_close(&f->a); /* now it is gone, and so is its reference */
+	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
 	assert_int_equal(used(f), 0);
 }
 
@@ -1519,6 +1720,76 @@ static void test_start_dir_locked_by_other(void **state)
 	rmdir(dir);
 }
 
+/* Whether process @pid runs @exe (has exec'd it) and has a file open that is @path. */
+static bool runs_with_open(pid_t pid, const char *exe, const char *path)
+{
+	char dpath[64], fpath[320], target[PATH_MAX], real[PATH_MAX];
+	struct dirent *e;
+	bool found = false;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(dpath, sizeof(dpath), "/proc/%d/exe", (int)pid);
+	n = readlink(dpath, target, sizeof(target) - 1);
+	if (n <= 0 || realpath(exe, real) == NULL)
+		return false;
+	target[n] = '\0';
+	if (strcmp(target, real) != 0)
+		return false;
+	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
+	d = opendir(dpath);
+	if (d == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL) {
+		snprintf(fpath, sizeof(fpath), "%s/%s", dpath, e->d_name);
+		n = readlink(fpath, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			found = strcmp(target, path) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * SIGTERM reaches a store while it waits (up to 5 s) for its socket directory's lock: it
+ * stops at once, cleanly (exit 0, no socket, not the refusal after the wait). It used to
+ * see the signal only after the whole wait, and then exited 1 blaming the lock.
+ */
+static void test_stop_while_waiting_for_dir_lock(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], log[160];
+	int dfd, i, status = 0;
+	pid_t a;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(log, sizeof(log), "%s/a.log", dir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(flock(dfd, LOCK_EX), 0);
+	a = spawn_store(exe, sock, log);
+	/* it opens the directory to lock it (its stop signals are blocked and watched by then);
+	 * before its exec the child still has our dfd */
+	for (i = 0; i < 2000 && !runs_with_open(a, exe, dir); i++)
+		usleep(5000);
+	assert_true(runs_with_open(a, exe, dir));
+	assert_int_equal(kill(a, SIGTERM), 0);
+	/* still locked by us: only the signal can end its start now; the wait is only a guard */
+	assert_int_equal(ready_or_exit(a, log, 20000, &status), 0);
+	close(dfd);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_false(file_has(log, "locked (flock)"));
+	assert_int_equal(access(sock, F_OK), -1); /* nothing left behind */
+	unlink(log);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_socket_mode_and_stop(void **state)
 {
 	static const char *const args[] = {"-m", "1M", "--hugepages=off", "--socket-mode=0660",
@@ -1815,6 +2086,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_waits_without_blocking_store, setup16,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_replies_full_socket, setup16, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_socket_no_send_per_delivery,
+					    setup16_sendcount, teardown),
+	    cmocka_unit_test_setup_teardown(test_half_closed_client_gets_its_replies, setup16,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
@@ -1838,6 +2113,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_start_one_reachable),
 	    cmocka_unit_test(test_start_beside_full_listener),
 	    cmocka_unit_test(test_start_dir_locked_by_other),
+	    cmocka_unit_test(test_stop_while_waiting_for_dir_lock),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
