@@ -39,6 +39,7 @@
 #include "runtime/client.h"
 #include "runtime/env.h"
 #include "runtime/proto.h"
+#include "sig_tick.h"
 #include "store_fixture.h"
 
 #define coffer_conn_stray(c) coffer__conn_stray_replies(c)
@@ -1718,37 +1719,11 @@ static void test_connect_backlog_full(void **state)
  * -ETIMEDOUT after COFFER_STORE_TIMEOUT_MS, signals or not. Both used to wait as long as
  * the signals came. The signaller sends one every 10 ms (the timeout is 200 ms) for at most
  * 10 s; the call must return while they still come.
+ *
+ * connect_under_signals(): coffer_connect(@path) with COFFER_STORE_TIMEOUT_MS=200 while
+ * SIGUSR1 (a handler without SA_RESTART: with it the socket calls fail alike) interrupts
+ * this thread every 10 ms (tests/client/sig_tick.h).
  */
-struct sig_tick {
-	pthread_t target;
-	atomic_int done; /* the call under test returned */
-	int sent;	 /* signals sent */
-	bool ran_out;	 /* the signaller stopped before the call returned */
-};
-
-static void sig_tick_handler(int sig)
-{
-	(void)sig;
-}
-
-static void *sig_tick_main(void *arg)
-{
-	struct sig_tick *s = arg;
-
-	while (!atomic_load(&s->done)) {
-		if (s->sent == 1000) {
-			s->ran_out = true;
-			break;
-		}
-		pthread_kill(s->target, SIGUSR1);
-		s->sent++;
-		usleep(10 * 1000);
-	}
-	return NULL;
-}
-
-/* coffer_connect(@path) with COFFER_STORE_TIMEOUT_MS=200 while SIGUSR1 (a handler without
- * SA_RESTART: with it the socket calls fail alike) interrupts this thread every 10 ms. */
 static int connect_under_signals(const char *path, struct sig_tick *s)
 {
 	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;

@@ -66,6 +66,7 @@
 
 #include "runtime/client.h"
 #include "runtime/proto_util.h"
+#include "tests/client/sig_tick.h"
 
 #define FAKE_ARENA   (1u << 20)
 #define FAKE_SEGMENT 7u
@@ -1446,39 +1447,9 @@ static void test_query_reply_with_fd(void **state)
  * is gone - and gives the connection up (store.h). The fake answers every query before it
  * is asked, so only the send can time out.
  */
-/* A signal handler that does nothing (installed without SA_RESTART). */
-static void sig_ignore(int sig)
-{
-	(void)sig;
-}
-
-/* Interrupts @target with SIGUSR1 every 10 ms until @done, at most 1000 times. */
-struct sig_tick {
-	pthread_t target;
-	atomic_int done;
-	int sent;
-	bool ran_out; /* stopped before @done */
-};
-
-static void *sig_tick_main(void *arg)
-{
-	struct sig_tick *s = arg;
-
-	while (!atomic_load(&s->done)) {
-		if (s->sent == 1000) {
-			s->ran_out = true;
-			break;
-		}
-		pthread_kill(s->target, SIGUSR1);
-		s->sent++;
-		usleep(10 * 1000);
-	}
-	return NULL;
-}
-
 static void ctl_send_timeout(struct fake *f, bool signals)
 {
-	struct sigaction sa = {.sa_handler = sig_ignore}, old;
+	struct sigaction sa = {.sa_handler = sig_tick_handler}, old;
 	struct sig_tick tick = {.target = pthread_self()};
 	struct coffer_store_info info;
 	coffer_handle_t c, eq;

@@ -61,6 +61,27 @@ static void shortage(bool on)
 	}
 }
 
+/*
+ * Starts the store (@args) in a fresh g_dir with one failure injector armed by file: @var
+ * (COFFER_TEST_NOMEM_FILE, COFFER_TEST_NOWATCH_FILE or COFFER_TEST_NODUP_FILE) names @flag,
+ * g_dir/@name (128 bytes), and the other two are unset. The injector fails the store's
+ * allocations, epoll watches or dups while that file exists.
+ */
+static void start_with_injector(const char *const *args, const char *var, char flag[128],
+				const char *name)
+{
+	static const char *const vars[] = {"COFFER_TEST_NOMEM_FILE", "COFFER_TEST_NOWATCH_FILE",
+					   "COFFER_TEST_NODUP_FILE"};
+
+	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(flag, 128, "%s/%s", g_dir, name);
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		assert_int_equal(
+		    strcmp(vars[i], var) == 0 ? setenv(var, flag, 1) : unsetenv(vars[i]), 0);
+	assert_int_equal(rc_store_start(&st, args), 0);
+}
+
 /* A raw connection to @sock is refused with ERROR @status. */
 static void refused_with(const char *sock, int status)
 {
@@ -109,11 +130,7 @@ static void test_store_short_of_memory(void **state)
 	struct rc_conn a, b, d;
 
 	(void)state;
-	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
-	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
-	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
-	assert_int_equal(rc_store_start(&st, args), 0);
+	start_with_injector(args, "COFFER_TEST_NOMEM_FILE", g_flag, "short");
 	assert_int_equal(rc_connect(&a, st.sock), 0);
 	assert_int_equal(rc_connect(&b, st.sock), 0);
 
@@ -186,12 +203,7 @@ static void test_full_socket_short_of_memory(void **state)
 	unsigned int sent, queries = 0, replies = 0;
 
 	(void)state;
-	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
-	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
-	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
-	assert_int_equal(rc_store_start(&st, args), 0);
+	start_with_injector(args, "COFFER_TEST_NOMEM_FILE", g_flag, "short");
 	assert_int_equal(rc_connect(&a, st.sock), 0);
 	assert_int_equal(rc_connect(&b, st.sock), 0);
 	assert_int_equal(rc_connect(&c, st.sock), 0); /* sends no REQUEST before the shortage */
@@ -272,13 +284,7 @@ static void test_full_socket_out_of_fds(void **state)
 
 	(void)state;
 	assert_true(efd >= 0);
-	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
-	snprintf(g_nodup, sizeof(g_nodup), "%s/nodup", g_dir);
-	assert_int_equal(setenv("COFFER_TEST_NODUP_FILE", g_nodup, 1), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NOMEM_FILE"), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
-	assert_int_equal(rc_store_start(&st, args), 0);
+	start_with_injector(args, "COFFER_TEST_NODUP_FILE", g_nodup, "nodup");
 	assert_int_equal(rc_connect(&a, st.sock), 0);
 	coffer__msg_hdr_init(&msg.h, COFFER_MSG_CHANNEL_OPEN, 0, sizeof(msg));
 	f = fopen(g_nodup, "w");
@@ -333,12 +339,7 @@ static void test_store_cannot_watch(void **state)
 	FILE *f;
 
 	(void)state;
-	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
-	snprintf(g_watch, sizeof(g_watch), "%s/nowatch", g_dir);
-	assert_int_equal(setenv("COFFER_TEST_NOWATCH_FILE", g_watch, 1), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NOMEM_FILE"), 0);
-	assert_int_equal(rc_store_start(&st, args), 0);
+	start_with_injector(args, "COFFER_TEST_NOWATCH_FILE", g_watch, "nowatch");
 	assert_int_equal(rc_connect(&a, st.sock), 0);
 	f = fopen(g_watch, "w");
 	assert_non_null(f);
@@ -394,13 +395,7 @@ static void test_starved_clients_served_in_turn(void **state)
 	int fds0, i;
 
 	(void)state;
-	strcpy(g_dir, "/tmp/coffer-nomem-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
-	snprintf(g_flag, sizeof(g_flag), "%s/short", g_dir);
-	assert_int_equal(setenv("COFFER_TEST_NOMEM_FILE", g_flag, 1), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NOWATCH_FILE"), 0);
-	assert_int_equal(unsetenv("COFFER_TEST_NODUP_FILE"), 0);
-	assert_int_equal(rc_store_start(&st, args), 0);
+	start_with_injector(args, "COFFER_TEST_NOMEM_FILE", g_flag, "short");
 	/* connected before the shortage, none has sent a REQUEST (d only asks QUERY) */
 	assert_int_equal(rc_connect(&a, st.sock), 0);
 	assert_int_equal(rc_connect(&b, st.sock), 0);

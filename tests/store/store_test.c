@@ -316,6 +316,28 @@ static void test_get_waits_without_blocking_store(void **state)
 }
 
 /*
+ * Marks each reply of the REPLY message @buf (its checked header @h) in @seen, indexed by
+ * its tag less @first_tag (below @n); fails the test on a reply outside that range, one
+ * seen before (a reply delivered twice) or a failed one. Returns how many it marked.
+ */
+static unsigned int mark_replies_once(const unsigned char *buf, const struct coffer_msg_hdr *h,
+				      uint64_t first_tag, uint64_t n, unsigned char *seen)
+{
+	for (unsigned int i = 0; i < h->count; i++) {
+		struct coffer_rep rep;
+		uint64_t k;
+
+		memcpy(&rep, buf + sizeof(*h) + i * sizeof(rep), sizeof(rep));
+		k = rep.tag - first_tag;
+		assert_true(k < n);
+		assert_int_equal(seen[k], 0);
+		seen[k] = 1;
+		assert_int_equal(rep.status, 0);
+	}
+	return h->count;
+}
+
+/*
  * More deferred socket replies than one REPLY holds, all due while the client's socket is
  * full and one reply already waits in the store (tools/store.c: sess_send(),
  * flush_sock_reps()): once the client reads, every request has exactly one reply - each
@@ -373,18 +395,7 @@ static void test_deferred_replies_full_socket(void **state)
 			continue;
 		}
 		assert_int_equal(h.type, COFFER_MSG_REPLY);
-		for (i = 0; i < h.count; i++) {
-			struct coffer_rep rep;
-			uint64_t k;
-
-			memcpy(&rep, buf + sizeof(h) + i * sizeof(rep), sizeof(rep));
-			k = rep.tag - first_tag;
-			assert_true(k < n);
-			assert_int_equal(seen[k], 0); /* not twice */
-			seen[k] = 1;
-			assert_int_equal(rep.status, 0);
-			replies++;
-		}
+		replies += mark_replies_once(buf, &h, first_tag, n, seen);
 	}
 	assert_int_equal(query_replies, queries);
 	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
@@ -508,18 +519,7 @@ static void test_full_socket_no_send_per_delivery(void **state)
 		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
 		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
 		assert_int_equal(h.type, COFFER_MSG_REPLY);
-		for (i = 0; i < h.count; i++) {
-			struct coffer_rep rep;
-			uint64_t k;
-
-			memcpy(&rep, buf + sizeof(h) + i * sizeof(rep), sizeof(rep));
-			k = rep.tag - first_tag;
-			assert_true(k < N);
-			assert_int_equal(seen[k], 0); /* not twice */
-			seen[k] = 1;
-			assert_int_equal(rep.status, 0);
-			replies++;
-		}
+		replies += mark_replies_once(buf, &h, first_tag, N, seen);
 	}
 	/* all out: the store reads us again (EPOLLOUT dropped), and nothing more comes */
 	assert_int_equal(rc_query(&f->a, &info), 0);
@@ -1685,6 +1685,24 @@ static void test_start_beside_full_listener(void **state)
 }
 
 /*
+ * Makes the directory @dir (a mkdtemp() template, rewritten), locks it as another program
+ * would (flock(2) LOCK_EX on *@dfd, which the caller closes) and starts the store @exe on
+ * @dir/s.sock (108 bytes) logging to @dir/a.log (160 bytes). Returns the store's pid.
+ */
+static pid_t spawn_in_locked_dir(const char *exe, char *dir, char sock[108], char log[160],
+				 int *dfd)
+{
+	assert_non_null(exe);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, 108, "%s/s.sock", dir);
+	snprintf(log, 160, "%s/a.log", dir);
+	*dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(*dfd >= 0);
+	assert_int_equal(flock(*dfd, LOCK_EX), 0);
+	return spawn_store(exe, sock, log);
+}
+
+/*
  * A store starting in a directory that another program keeps locked (flock(2), as flock(1)
  * on /tmp does) refuses after its wait and says what it waited for. It said "another
  * coffer-store has been starting in DIR", and there was none to find.
@@ -1697,14 +1715,7 @@ static void test_start_dir_locked_by_other(void **state)
 	pid_t a;
 
 	(void)state;
-	assert_non_null(exe);
-	assert_non_null(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	snprintf(log, sizeof(log), "%s/a.log", dir);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
-	assert_int_equal(flock(dfd, LOCK_EX), 0);
-	a = spawn_store(exe, sock, log);
+	a = spawn_in_locked_dir(exe, dir, sock, log, &dfd);
 	st_state = ready_or_exit(a, log, 20000, &status);
 	if (st_state != 0) {
 		kill(a, SIGKILL);
@@ -1765,14 +1776,7 @@ static void test_stop_while_waiting_for_dir_lock(void **state)
 	pid_t a;
 
 	(void)state;
-	assert_non_null(exe);
-	assert_non_null(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	snprintf(log, sizeof(log), "%s/a.log", dir);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
-	assert_int_equal(flock(dfd, LOCK_EX), 0);
-	a = spawn_store(exe, sock, log);
+	a = spawn_in_locked_dir(exe, dir, sock, log, &dfd);
 	/* it opens the directory to lock it (its stop signals are blocked and watched by then);
 	 * before its exec the child still has our dfd */
 	for (i = 0; i < 2000 && !runs_with_open(a, exe, dir); i++)
