@@ -42,6 +42,7 @@
 #include <coffer/common.h>
 #include <coffer/store.h>
 
+#include "../cancel_test.h"
 #include "../stress_rng.h"
 #include "store_fixture.h"
 
@@ -52,35 +53,6 @@ static uint64_t seed0 = 0xca9ce1;
 static struct store_fixture g_st;
 static coffer_handle_t g_conn;
 static struct coffer_oid g_sealed; /* sealed at start, 64 bytes */
-
-/* See tests/eventq/cancel_test.c: a forced unwind leaves ASan's redzones of the frames it
- * crossed poisoned, which the thread-exit destructors then trip over. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#endif
-#if !defined(NO_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#ifndef NO_ASAN
-#define NO_ASAN
-#endif
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
 
 static void sleep_us(long us)
 {
@@ -243,16 +215,9 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cancel_blocking_calls),
 	};
-	int opt;
 
-	while ((opt = getopt(argc, argv, "r:s:")) != -1) {
-		if (opt == 'r')
-			rounds = (unsigned int)strtoul(optarg, NULL, 0);
-		else if (opt == 's')
-			seed0 = strtoull(optarg, NULL, 0) | 1;
-		else
-			return 2;
-	}
+	if (cancel_test_args(argc, argv, &rounds, &seed0) != 0)
+		return 2;
 	/* A control call that hangs on a lock a cancelled thread kept fails the test here
 	 * rather than at meson's timeout. */
 	signal(SIGALRM, on_alarm);

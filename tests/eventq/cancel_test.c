@@ -42,6 +42,7 @@
 
 #include "eventq/eq_impl.h"
 #include "eventq/event_internal.h"
+#include "../cancel_test.h"
 #include "../stress_rng.h"
 
 #define NEV	 8 /* events per round */
@@ -51,21 +52,6 @@
 
 static unsigned int rounds = 300;
 static uint64_t seed0 = 0x5eed;
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own fd */
-}
 
 static void sleep_us(long us)
 {
@@ -109,25 +95,6 @@ struct sleeper {
 	struct coffer_event *got[NEV];
 	bool done;
 };
-
-/*
- * The thread bodies carry no ASan instrumentation: a cancelled thread unwinds through them,
- * and ASan does not unpoison the redzones of frames left by a forced unwind (it handles
- * longjmp and C++ exceptions only), so the thread-exit destructors (liburcu-bp's) that run
- * on that stack later read as a stack-buffer-overflow. With coffer's frames no cancellation
- * starts inside a coffer call, and these frames have nothing to poison.
- */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#endif
-#if !defined(NO_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#ifndef NO_ASAN
-#define NO_ASAN
-#endif
 
 NO_ASAN static void *poller_main(void *arg)
 {
@@ -305,16 +272,9 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cancel_sleepers),
 	};
-	int opt;
 
-	while ((opt = getopt(argc, argv, "r:s:")) != -1) {
-		if (opt == 'r')
-			rounds = (unsigned int)strtoul(optarg, NULL, 0);
-		else if (opt == 's')
-			seed0 = strtoull(optarg, NULL, 0) | 1;
-		else
-			return 2;
-	}
+	if (cancel_test_args(argc, argv, &rounds, &seed0) != 0)
+		return 2;
 	printf("cancel_test: %u rounds, seed %llu\n", rounds, (unsigned long long)seed0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
