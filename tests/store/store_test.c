@@ -603,6 +603,42 @@ static void test_half_closed_client_gets_its_replies(void **state)
 	assert_int_equal(used(f), 0);
 }
 
+/*
+ * An empty message with more behind it, sent just before shutdown(SHUT_WR), is an empty
+ * message (a protocol error: the client is closed), not the client's half-close. Taken for
+ * the EOF, it stopped the store reading for good with the rest queued in its socket - here
+ * a message carrying the client's own socket, which then outlived the client's process
+ * (an fd in flight holds its socket open): no hang-up ever came, and the session with its
+ * references stayed for the life of the store, unlike any client that goes away.
+ */
+static void test_empty_message_before_half_close(void **state)
+{
+	struct fx *f = *state;
+	struct coffer_msg_hdr h;
+	const void *d;
+	uint64_t size;
+	int fds0 = rc_count_fds(f->st.pid);
+
+	assert_int_equal(rc_put(&f->b, 60, 4096, 1), 0);
+	assert_int_equal(rc_get(&f->a, 60, 0, &d, &size), 0); /* a's reference */
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	/* all three are in a's socket before the store reads any of them */
+	assert_int_equal(kill(f->st.pid, SIGSTOP), 0);
+	assert_int_equal(coffer__send_fds(f->a.fd, &h, 0, NULL, 0, MSG_DONTWAIT), 0);
+	assert_int_equal(coffer__send_fds(f->a.fd, &h, sizeof(h), &f->a.fd, 1, MSG_DONTWAIT),
+			 (long)sizeof(h));
+	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
+	assert_int_equal(kill(f->st.pid, SIGCONT), 0);
+	rc_close(&f->a); /* a's process would exit here */
+	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_delete(&f->b, 60), 0);	     /* a's reference is gone with it */
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
+	assert_int_equal(used(f), 0);
+}
+
 static void test_replace_on_seal(void **state)
 {
 	struct fx *f = *state;
@@ -2093,6 +2129,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_full_socket_no_send_per_delivery,
 					    setup16_sendcount, teardown),
 	    cmocka_unit_test_setup_teardown(test_half_closed_client_gets_its_replies, setup16,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_message_before_half_close, setup16,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
