@@ -1170,14 +1170,57 @@ static bool next_is_request(int fd)
 	return n == (ssize_t)sizeof(h) && h.type == COFFER_MSG_REQUEST;
 }
 
-/* Whether @fd's peer has shut its sending side down: a SOCK_SEQPACKET recv() returns 0 both
- * for that and for an empty message, which is a protocol violation (and is followed by
- * more messages). */
+/*
+ * Whether the recv() on @fd that just returned 0 met the end of the stream - the peer shut
+ * its sending side down and nothing of it is left to read - and not an empty message, a
+ * protocol violation: a SOCK_SEQPACKET recv() returns 0 for both. The peer's shutdown alone
+ * does not tell: an empty message sent just before it, with more messages behind it, was
+ * taken for the EOF, and the store stopped reading with the rest queued for good - a
+ * message carrying the client's own socket then kept that socket open after its process
+ * was gone (an fd in flight holds its file), so no hang-up came and the session and its
+ * references lived as long as the store (test_empty_message_before_half_close). So the
+ * queue is peeked as well: with SO_PASSCRED (set here; the session reads nothing more once
+ * it is at EOF or closed) every message, empty or not, comes with SCM_CREDENTIALS, the end
+ * of the stream with nothing (unix(7)). fds a peek installs are closed at once. Source:
+ * unix(7) SO_PASSCRED, recv(2) MSG_PEEK; poll(2) POLLRDHUP.
+ */
 static bool at_eof(int fd)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(sizeof(int) * COFFER_MSG_FDS_MAX)];
+	} ctl;
 	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *c;
+	bool queued = false;
+	int one = 1;
+	ssize_t n;
 
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+	if (poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP)) == 0)
+		return false;
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0)
+		return false; /* cannot tell: the protocol error closes it */
+	n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return false;
+	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+		queued = true;
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int pfd;
+
+				memcpy(&pfd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				close(pfd);
+			}
+	}
+	return n == 0 && !queued && (msg.msg_flags & MSG_CTRUNC) == 0;
 }
 
 /* Allocates @s's reserve for a REQUEST's reply. Return: whether @s has one now. */

@@ -603,6 +603,107 @@ static void test_half_closed_client_gets_its_replies(void **state)
 	assert_int_equal(used(f), 0);
 }
 
+/*
+ * An empty message with more behind it, sent just before shutdown(SHUT_WR), is an empty
+ * message (a protocol error: the client is closed), not the client's half-close. Taken for
+ * the EOF, it stopped the store reading for good with the rest queued in its socket - here
+ * a message carrying the client's own socket, which then outlived the client's process
+ * (an fd in flight holds its socket open): no hang-up ever came, and the session with its
+ * references stayed for the life of the store, unlike any client that goes away.
+ */
+static void test_empty_message_before_half_close(void **state)
+{
+	struct fx *f = *state;
+	struct coffer_msg_hdr h;
+	const void *d;
+	uint64_t size;
+	int fds0 = rc_count_fds(f->st.pid);
+
+	assert_int_equal(rc_put(&f->b, 60, 4096, 1), 0);
+	assert_int_equal(rc_get(&f->a, 60, 0, &d, &size), 0); /* a's reference */
+	coffer__msg_hdr_init(&h, COFFER_MSG_QUERY, 0, sizeof(h));
+	/* all three are in a's socket before the store reads any of them */
+	assert_int_equal(kill(f->st.pid, SIGSTOP), 0);
+	assert_int_equal(coffer__send_fds(f->a.fd, &h, 0, NULL, 0, MSG_DONTWAIT), 0);
+	assert_int_equal(coffer__send_fds(f->a.fd, &h, sizeof(h), &f->a.fd, 1, MSG_DONTWAIT),
+			 (long)sizeof(h));
+	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
+	assert_int_equal(kill(f->st.pid, SIGCONT), 0);
+	rc_close(&f->a); /* a's process would exit here */
+	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_delete(&f->b, 60), 0);	     /* a's reference is gone with it */
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
+	assert_int_equal(used(f), 0);
+}
+
+/*
+ * A client half-closes while the store holds its replies (its socket full: EPOLLOUT armed)
+ * and its waiting gets come due meanwhile: once it reads, every reply comes exactly once,
+ * the store finds the EOF behind them and idles (no EPOLLIN on a socket readable for good),
+ * the session keeps its references until the client closes, and then nothing is left.
+ */
+static void test_half_close_with_replies_held(void **state)
+{
+	static unsigned char buf[COFFER_MSG_MAX_BYTES + 64];
+	static unsigned char seen[COFFER_MSG_BATCH_MAX];
+	struct fx *f = *state;
+	struct coffer_req r[COFFER_MSG_BATCH_MAX];
+	struct coffer_store_info info;
+	struct coffer_msg_hdr qh;
+	uint64_t first_tag;
+	unsigned int i, queries, query_replies = 0, replies = 0;
+	int fds0 = rc_count_fds(f->st.pid);
+	long sent, t0, t1;
+
+	assert_int_equal(rc_create(&f->b, 70, 4096, 0, NULL), 0);
+	for (i = 0; i < COFFER_MSG_BATCH_MAX; i++) {
+		rc_req_init(&f->a, &r[i], COFFER_OP_GET, 70);
+		r[i].timeout_us = -1;
+	}
+	first_tag = r[0].tag;
+	assert_int_equal(rc_batch(&f->a, r, COFFER_MSG_BATCH_MAX, NULL, 0, 0), 0);
+	coffer__msg_hdr_init(&qh, COFFER_MSG_QUERY, 0, sizeof(qh));
+	sent = rc_flood(&f->a, &qh, sizeof(qh), -1, 300);
+	assert_true(sent > 0);
+	queries = (unsigned int)sent;
+	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
+	assert_int_equal(rc_seal(&f->b, 70, COFFER_SEAL_RELEASE), 0); /* due while held */
+	while (query_replies < queries || replies < COFFER_MSG_BATCH_MAX) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		if (h.type == COFFER_MSG_QUERY_REPLY) {
+			query_replies++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		replies += mark_replies_once(buf, &h, first_tag, COFFER_MSG_BATCH_MAX, seen);
+	}
+	assert_int_equal(query_replies, queries);
+	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	/* half-closed, served, and the store idles (ticks of CPU it used, not time) */
+	assert_int_equal(clients(&f->b), 2);
+	t0 = rc_cpu_ticks(f->st.pid);
+	usleep(300000);
+	t1 = rc_cpu_ticks(f->st.pid);
+	assert_true(t0 >= 0 && t1 - t0 <= 2);
+	assert_int_equal(rc_delete(&f->b, 70), 0); /* deferred: a holds 64 references */
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	assert_int_equal(info.used_bytes, 4096);
+	rc_close(&f->a);
+	for (i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
+	assert_int_equal(used(f), 0);
+}
+
 static void test_replace_on_seal(void **state)
 {
 	struct fx *f = *state;
@@ -2094,6 +2195,9 @@ int main(void)
 					    setup16_sendcount, teardown),
 	    cmocka_unit_test_setup_teardown(test_half_closed_client_gets_its_replies, setup16,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_message_before_half_close, setup16,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_half_close_with_replies_held, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_on_seal, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_deferred_delete, setup16, teardown),
 	    cmocka_unit_test_setup_teardown(test_eviction_order, setup1m, teardown),
