@@ -20,8 +20,11 @@
  *    call leaves nothing behind (no sleeper or waiter counted, no fd, no lock, no event in
  *    flight). Hence a thread cancelled while it waits without a timeout is cancelled only
  *    once the wait ends: give such waits a timeout, or end them (complete the events,
- *    destroy the EQ) when cancelling. Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS)
- *    is not supported: no coffer function is async-cancel-safe.
+ *    destroy the EQ) when cancelling. What a call made before the cancel acts is the
+ *    caller's, as after any return: a connection, a held object, a reservation - release
+ *    them in a cleanup handler (pthread_cleanup_push()) if the thread may be cancelled while
+ *    it holds them. Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) is not
+ *    supported: no coffer function is async-cancel-safe, and none refuses it.
  *    (tests/eventq/cancel_test.c, tests/client/cancel_client_test.c)
  */
 #ifndef COFFER_COMMON_H
