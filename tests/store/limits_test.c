@@ -311,9 +311,16 @@ static void test_fds_in_flight(void **state)
 	}
 	assert_int_equal(info.clients, 1);
 	assert_int_equal(rc_count_fds(st->pid), fds0);
-	assert_int_equal(rc_chan_open(&good, &ch, 0), 0);
+	/* The count is the user's, machine-wide: fds other root processes have in flight
+	 * right now (another test's store answering its clients) can still hold it past the
+	 * bound for a moment, which only delays these; they must succeed once it drops. */
+	for (i = 0; i < 400 && (rc = rc_chan_open(&good, &ch, 0)) == -EMFILE; i++)
+		usleep(50000);
+	assert_int_equal(rc, 0);
 	assert_int_equal(rc_chan_close(&ch), 0);
-	assert_int_equal(rc_connect(&late, st->sock), 0);
+	for (i = 0; i < 400 && (rc = rc_connect(&late, st->sock)) != 0; i++)
+		usleep(50000);
+	assert_int_equal(rc, 0);
 	rc_close(&late);
 	rc_close(&good);
 	rc = rc_store_stop(st);
