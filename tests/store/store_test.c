@@ -539,6 +539,28 @@ static uint64_t clients(struct rc_conn *c)
 }
 
 /*
+ * The end of the half-close tests: b deletes @oidn (a 4096-byte object the half-closed a
+ * still holds: the delete waits for a), then a closes; its session, its reference (the
+ * object goes) and its two fds in the store (socket and doorbell; @fds0 the store's count
+ * before a connected) must go with it. Leaves a connected afresh for the fixture.
+ */
+static void close_a_holding(struct fx *f, uint64_t oidn, int fds0)
+{
+	struct coffer_store_info info;
+
+	assert_int_equal(rc_delete(&f->b, oidn), 0);
+	assert_int_equal(rc_query(&f->b, &info), 0);
+	assert_int_equal(info.used_bytes, 4096);
+	rc_close(&f->a);
+	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
+		usleep(10000);
+	assert_int_equal(clients(&f->b), 1);
+	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2);
+	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
+	assert_int_equal(used(f), 0);
+}
+
+/*
  * A client that shuts its socket down for writing after its requests (shutdown(SHUT_WR), the
  * Unix-socket way to say "that was all") still gets every reply it asked for - a get that
  * waits for a seal, a get that times out - and keeps its session and references until it
@@ -551,7 +573,6 @@ static void test_half_closed_client_gets_its_replies(void **state)
 	struct fx *f = *state;
 	struct coffer_req r[3];
 	struct coffer_rep rep[3];
-	struct coffer_store_info info;
 	unsigned int got = 0;
 	uint64_t tag_x, tag_y;
 	int fds0 = rc_count_fds(f->st.pid);
@@ -591,16 +612,7 @@ static void test_half_closed_client_gets_its_replies(void **state)
 	/* still its session: nothing more comes, and its reference keeps the object */
 	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
 	assert_int_equal(clients(&f->b), 2);
-	assert_int_equal(rc_delete(&f->b, 40), 0); /* deferred: a holds it */
-	assert_int_equal(rc_query(&f->b, &info), 0);
-	assert_int_equal(info.used_bytes, 4096);
-	rc_close(&f->a); /* now it is gone, and so is its reference */
-	for (int i = 0; i < 500 && clients(&f->b) != 1; i++)
-		usleep(10000);
-	assert_int_equal(clients(&f->b), 1);
-	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
-	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
-	assert_int_equal(used(f), 0);
+	close_a_holding(f, 40, fds0);
 }
 
 /*
@@ -651,7 +663,6 @@ static void test_half_close_with_replies_held(void **state)
 	static unsigned char seen[COFFER_MSG_BATCH_MAX];
 	struct fx *f = *state;
 	struct coffer_req r[COFFER_MSG_BATCH_MAX];
-	struct coffer_store_info info;
 	struct coffer_msg_hdr qh;
 	uint64_t first_tag;
 	unsigned int i, queries, query_replies = 0, replies = 0;
@@ -692,16 +703,7 @@ static void test_half_close_with_replies_held(void **state)
 	usleep(300000);
 	t1 = rc_cpu_ticks(f->st.pid);
 	assert_true(t0 >= 0 && t1 - t0 <= 2);
-	assert_int_equal(rc_delete(&f->b, 70), 0); /* deferred: a holds 64 references */
-	assert_int_equal(rc_query(&f->b, &info), 0);
-	assert_int_equal(info.used_bytes, 4096);
-	rc_close(&f->a);
-	for (i = 0; i < 500 && clients(&f->b) != 1; i++)
-		usleep(10000);
-	assert_int_equal(clients(&f->b), 1);
-	assert_int_equal(rc_count_fds(f->st.pid), fds0 - 2); /* its socket and doorbell */
-	assert_int_equal(rc_connect(&f->a, f->st.sock), 0);
-	assert_int_equal(used(f), 0);
+	close_a_holding(f, 70, fds0); /* a holds 64 references */
 }
 
 static void test_replace_on_seal(void **state)
