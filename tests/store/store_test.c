@@ -338,6 +338,34 @@ static unsigned int mark_replies_once(const unsigned char *buf, const struct cof
 }
 
 /*
+ * Reads from @c (into @buf, @cap bytes) the replies to @queries QUERYs and to @n requests
+ * tagged @first_tag.. @first_tag + @n - 1, each exactly once (mark_replies_once() in @seen),
+ * then checks that nothing more comes.
+ */
+static void read_all_once(struct rc_conn *c, unsigned char *buf, size_t cap, unsigned int queries,
+			  uint64_t first_tag, uint64_t n, unsigned char *seen)
+{
+	unsigned int query_replies = 0;
+	uint64_t replies = 0;
+
+	while (query_replies < queries || replies < n) {
+		struct coffer_msg_hdr h;
+		long len = rc_recv_msg(c, buf, cap, NULL, NULL, 5000);
+
+		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
+		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
+		if (h.type == COFFER_MSG_QUERY_REPLY) {
+			query_replies++;
+			continue;
+		}
+		assert_int_equal(h.type, COFFER_MSG_REPLY);
+		replies += mark_replies_once(buf, &h, first_tag, n, seen);
+	}
+	assert_int_equal(query_replies, queries);
+	assert_int_equal(rc_recv_msg(c, buf, cap, NULL, NULL, 100), -ETIMEDOUT);
+}
+
+/*
  * More deferred socket replies than one REPLY holds, all due while the client's socket is
  * full and one reply already waits in the store (tools/store.c: sess_send(),
  * flush_sock_reps()): once the client reads, every request has exactly one reply - each
@@ -361,7 +389,7 @@ static void test_deferred_replies_full_socket(void **state)
 	} co = {.o = {.ring_entries = 8}};
 	struct rc_conn c;
 	uint64_t first_tag = 0;
-	unsigned int i, b, n = 0, queries, query_replies = 0, replies = 0;
+	unsigned int i, b, n = 0, queries;
 	long sent;
 	int fds0 = rc_count_fds(f->st.pid), efd;
 
@@ -384,21 +412,7 @@ static void test_deferred_replies_full_socket(void **state)
 	queries = (unsigned int)sent;
 	/* every get's reply is due now, a's socket full */
 	assert_int_equal(rc_seal(&f->b, 1, COFFER_SEAL_RELEASE), 0);
-	while (query_replies < queries || replies < n) {
-		struct coffer_msg_hdr h;
-		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
-
-		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
-		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
-		if (h.type == COFFER_MSG_QUERY_REPLY) {
-			query_replies++;
-			continue;
-		}
-		assert_int_equal(h.type, COFFER_MSG_REPLY);
-		replies += mark_replies_once(buf, &h, first_tag, n, seen);
-	}
-	assert_int_equal(query_replies, queries);
-	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	read_all_once(&f->a, buf, sizeof(buf), queries, first_tag, n, seen);
 
 	/* hang-ups with a reply held by the store: one carrying an fd, then a HELLO_REPLY */
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -665,7 +679,7 @@ static void test_half_close_with_replies_held(void **state)
 	struct coffer_req r[COFFER_MSG_BATCH_MAX];
 	struct coffer_msg_hdr qh;
 	uint64_t first_tag;
-	unsigned int i, queries, query_replies = 0, replies = 0;
+	unsigned int i, queries;
 	int fds0 = rc_count_fds(f->st.pid);
 	long sent, t0, t1;
 
@@ -682,21 +696,7 @@ static void test_half_close_with_replies_held(void **state)
 	queries = (unsigned int)sent;
 	assert_int_equal(shutdown(f->a.fd, SHUT_WR), 0);
 	assert_int_equal(rc_seal(&f->b, 70, COFFER_SEAL_RELEASE), 0); /* due while held */
-	while (query_replies < queries || replies < COFFER_MSG_BATCH_MAX) {
-		struct coffer_msg_hdr h;
-		long len = rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 5000);
-
-		assert_true(len > 0); /* 0: closed; -ETIMEDOUT: a reply lost */
-		assert_int_equal(coffer__msg_check(buf, (size_t)len, &h), 0);
-		if (h.type == COFFER_MSG_QUERY_REPLY) {
-			query_replies++;
-			continue;
-		}
-		assert_int_equal(h.type, COFFER_MSG_REPLY);
-		replies += mark_replies_once(buf, &h, first_tag, COFFER_MSG_BATCH_MAX, seen);
-	}
-	assert_int_equal(query_replies, queries);
-	assert_int_equal(rc_recv_msg(&f->a, buf, sizeof(buf), NULL, NULL, 100), -ETIMEDOUT);
+	read_all_once(&f->a, buf, sizeof(buf), queries, first_tag, COFFER_MSG_BATCH_MAX, seen);
 	/* half-closed, served, and the store idles (ticks of CPU it used, not time) */
 	assert_int_equal(clients(&f->b), 2);
 	t0 = rc_cpu_ticks(f->st.pid);
