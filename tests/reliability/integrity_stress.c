@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,9 +144,11 @@ static void note_recent(uint64_t n)
 	__atomic_store_n(&sh->recent[i % RECENT], n, __ATOMIC_RELAXED);
 }
 
-static uint64_t pick_id(uint64_t *rs)
+/* @recent_pct: how often an ID sealed lately (else any of the IDs). */
+static uint64_t pick_id(uint64_t *rs, unsigned int recent_pct)
 {
-	if (rel_rand(rs) % 4 != 0 && __atomic_load_n(&sh->nrecent, __ATOMIC_RELAXED) > RECENT)
+	if (rel_rand(rs) % 100 < recent_pct &&
+	    __atomic_load_n(&sh->nrecent, __ATOMIC_RELAXED) > RECENT)
 		return __atomic_load_n(&sh->recent[rel_rand(rs) % RECENT], __ATOMIC_RELAXED);
 	return rel_rand(rs) % NIDS;
 }
@@ -192,7 +195,7 @@ static void writer(const char *sock, int idx, uint64_t seed)
 	if (coffer_connect(sock, &c) != 0)
 		FAIL("connect");
 	while (now_ns() < deadline_ns) {
-		uint64_t n = pick_id(&rs), size = pick_size(&rs);
+		uint64_t n = pick_id(&rs, 25), size = pick_size(&rs);
 		uint64_t ver = ((uint64_t)idx << 56) | ++seq, op = rel_rand(&rs) % 16;
 		struct coffer_oid o = oid_of(n);
 		void *d;
@@ -265,23 +268,31 @@ static void writer(const char *sock, int idx, uint64_t seed)
 	_exit(0);
 }
 
-static void reader(const char *sock, uint64_t seed)
-{
+/* One reader thread; two share each reader's connection, so that one client may hold two
+ * versions of an ID at once (a get on each side of a replace) and must release exactly the
+ * one it is done with (coffer_obj_release_data()). */
+struct rd {
 	coffer_handle_t c;
-	uint64_t rs = seed, gets = 0, reads = 0;
+	uint64_t seed, gets, reads;
+};
+
+static void *reader_loop(void *arg)
+{
+	struct rd *a = arg;
+	uint64_t rs = a->seed;
 	unsigned char *buf = malloc(MAXSIZE);
 	char why[256];
 	int rc;
 
-	if (buf == NULL || coffer_connect(sock, &c) != 0)
-		FAIL("connect");
+	if (buf == NULL)
+		FAIL("malloc");
 	while (now_ns() < deadline_ns) {
-		uint64_t n = pick_id(&rs), sz = 0;
+		uint64_t n = pick_id(&rs, 75), sz = 0;
 		struct coffer_oid o = oid_of(n);
 		const void *p;
 
 		if (rel_rand(&rs) % 2) {
-			rc = coffer_obj_get_oid(c, &o, 0, &p, &sz, NULL);
+			rc = coffer_obj_get_oid(a->c, &o, 0, &p, &sz, NULL);
 			if (rc == -ENOENT)
 				continue;
 			if (rc != 0)
@@ -293,12 +304,12 @@ static void reader(const char *sock, uint64_t seed)
 			/* still the same after holding it: nobody may reuse a pinned block */
 			if (check(p, n, sz, why, sizeof(why)) != 0)
 				FAIL("get of %" PRIu64 " after holding: %s", n, why);
-			rc = coffer_obj_release_data(c, &o, p, NULL);
+			rc = coffer_obj_release_data(a->c, &o, p, NULL);
 			if (rc != 0)
 				FAIL("release %d", rc);
-			gets++;
+			a->gets++;
 		} else {
-			int64_t r = coffer_obj_read_oid(c, &o, 0, buf, MAXSIZE, &sz);
+			int64_t r = coffer_obj_read_oid(a->c, &o, 0, buf, MAXSIZE, &sz);
 
 			if (r == -EAGAIN)
 				continue;
@@ -308,12 +319,28 @@ static void reader(const char *sock, uint64_t seed)
 				FAIL("read_oid copied %" PRId64 " of %" PRIu64, r, sz);
 			if (check(buf, n, sz, why, sizeof(why)) != 0)
 				FAIL("read_oid of %" PRIu64 ": %s", n, why);
-			reads++;
+			a->reads++;
 		}
 	}
+	free(buf);
+	return NULL;
+}
+
+static void reader(const char *sock, uint64_t seed)
+{
+	struct rd a[2] = {{.seed = seed}, {.seed = seed ^ 0x5bd1e995u}};
+	pthread_t t;
+
+	if (coffer_connect(sock, &a[0].c) != 0)
+		FAIL("connect");
+	a[1].c = a[0].c;
+	if (pthread_create(&t, NULL, reader_loop, &a[1]) != 0)
+		FAIL("pthread_create");
+	reader_loop(&a[0]);
+	pthread_join(t, NULL);
 	fprintf(stderr, "reader %d: %" PRIu64 " gets, %" PRIu64 " index reads verified\n",
-		(int)getpid(), gets, reads);
-	coffer_disconnect(c);
+		(int)getpid(), a[0].gets + a[1].gets, a[0].reads + a[1].reads);
+	coffer_disconnect(a[0].c);
 	_exit(0);
 }
 
@@ -351,6 +378,37 @@ static void victim(const char *sock, uint64_t seed)
 			(void)coffer_obj_get_oid(c, &o, 0, &p, &sz, NULL);
 		}
 	}
+}
+
+/* Create, fill, seal, get, check and delete one object of @bytes (the whole arena). */
+static int whole_arena(coffer_handle_t c, uint64_t bytes)
+{
+	struct coffer_oid o = oid_of(NIDS);
+	const void *p;
+	char why[256];
+	uint64_t sz;
+	void *d;
+	int rc;
+
+	rc = coffer_obj_create_oid(c, &o, bytes, 0, &d, NULL);
+	if (rc != 0) {
+		fprintf(stderr, "FAIL: an object of the whole empty arena: create %d\n", rc);
+		return -1;
+	}
+	fill(d, NIDS, 1, bytes);
+	if (coffer_obj_seal_oid(c, &o, COFFER_SEAL_RELEASE, NULL) != 0 ||
+	    coffer_obj_get_oid(c, &o, 0, &p, &sz, NULL) != 0) {
+		fprintf(stderr, "FAIL: seal or get of the whole-arena object\n");
+		return -1;
+	}
+	rc = check(p, NIDS, sz, why, sizeof(why));
+	if (rc != 0)
+		fprintf(stderr, "FAIL: the whole-arena object: %s\n", why);
+	if (coffer_obj_release_data(c, &o, p, NULL) != 0 || coffer_obj_delete(c, &o, NULL) != 0) {
+		fprintf(stderr, "FAIL: release or delete of the whole-arena object\n");
+		return -1;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -412,6 +470,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "final connect failed\n");
 		bad = 1;
 	} else {
+		if (coffer_store_query(c, &info) == 0)
+			fprintf(stderr,
+				"before the deletes: %" PRIu64 " objects sealed, %" PRIu64
+				" bytes used\n",
+				info.objects_sealed, info.used_bytes);
 		for (uint64_t n = 0; n < NIDS; n++) {
 			struct coffer_oid o = oid_of(n);
 			int rc = coffer_obj_delete(c, &o, NULL);
@@ -441,6 +504,11 @@ int main(int argc, char **argv)
 				fprintf(stderr, "FAIL: the empty store is not empty\n");
 				bad = 1;
 			}
+			/* free == capacity, and in one piece: an object of the whole arena fits
+			 * (the quick lists coalesce first), reads back whole and goes again */
+			if (info.capacity_bytes <= MAXSIZE &&
+			    whole_arena(c, info.capacity_bytes) != 0)
+				bad = 1;
 		}
 		coffer_disconnect(c);
 	}
