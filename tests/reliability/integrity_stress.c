@@ -484,6 +484,13 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 		}
+		/* the store learns of the last killed client's end asynchronously (its socket's
+		 * hang-up): wait for it, up to 10 s, before anything is judged */
+		for (int i = 0; i < 1000; i++) {
+			if (coffer_store_query(c, &info) != 0 || info.clients == 1)
+				break;
+			usleep(10000);
+		}
 		if (coffer_store_query(c, &info) != 0) {
 			bad = 1;
 		} else {
