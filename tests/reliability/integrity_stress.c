@@ -89,6 +89,8 @@ static void fill(void *p, uint64_t n, uint64_t ver, uint64_t size)
 {
 	uint64_t *w = p, i;
 
+	if (size == 0)
+		return;
 	w[0] = MAGIC;
 	w[1] = n;
 	w[2] = ver;
@@ -97,12 +99,16 @@ static void fill(void *p, uint64_t n, uint64_t ver, uint64_t size)
 		w[i] = word(n, ver, size, i);
 }
 
-/* 0 when @p (@size bytes, as the store said) is a whole version of ID @n. */
-static int check(const void *p, uint64_t n, uint64_t size, char *why, size_t whylen)
+/* 0 when @p (the first @have bytes of @size, as the store said) is the start of one
+ * version of ID @n. */
+static int check_part(const void *p, uint64_t n, uint64_t size, uint64_t have, char *why,
+		      size_t whylen)
 {
 	const uint64_t *w = p;
 	uint64_t i, ver;
 
+	if (size == 0)
+		return 0; /* a 0-byte version: nothing to read, nothing to get wrong */
 	if (size < 64 || size % 8 != 0) {
 		snprintf(why, whylen, "size %" PRIu64, size);
 		return -1;
@@ -115,7 +121,7 @@ static int check(const void *p, uint64_t n, uint64_t size, char *why, size_t why
 		return -1;
 	}
 	ver = w[2];
-	for (i = 4; i < size / 8; i++)
+	for (i = 4; i < have / 8; i++)
 		if (w[i] != word(n, ver, size, i)) {
 			snprintf(why, whylen,
 				 "id %" PRIu64 " ver %#" PRIx64 " size %" PRIu64 ": word %" PRIu64
@@ -124,6 +130,12 @@ static int check(const void *p, uint64_t n, uint64_t size, char *why, size_t why
 			return -1;
 		}
 	return 0;
+}
+
+/* 0 when @p (@size bytes, as the store said) is a whole version of ID @n. */
+static int check(const void *p, uint64_t n, uint64_t size, char *why, size_t whylen)
+{
+	return check_part(p, n, size, size, why, whylen);
 }
 
 static uint64_t deadline_ns;
@@ -201,6 +213,8 @@ static void writer(const char *sock, int idx, uint64_t seed)
 		void *d;
 
 		if (op < 6) { /* create + fill + seal */
+			if (op == 0 && rel_rand(&rs) % 16 == 0)
+				size = 0; /* offset 0, as the arena's first block */
 			rc = coffer_obj_create_oid(c, &o, size, COFFER_CREATE_REPLACE, &d, NULL);
 			if (rc == -EEXIST || rc == -ENOMEM || rc == -E2BIG) /* E2BIG: STRESS_M */
 				continue;
@@ -271,6 +285,8 @@ static void writer(const char *sock, int idx, uint64_t seed)
 /* One reader thread; two share each reader's connection, so that one client may hold two
  * versions of an ID at once (a get on each side of a replace) and must release exactly the
  * one it is done with (coffer_obj_release_data()). */
+#define VEC	8
+#define VEC_LEN 8192
 struct rd {
 	coffer_handle_t c;
 	uint64_t seed, gets, reads;
@@ -291,7 +307,33 @@ static void *reader_loop(void *arg)
 		struct coffer_oid o = oid_of(n);
 		const void *p;
 
-		if (rel_rand(&rs) % 2) {
+		if (rel_rand(&rs) % 8 == 0) { /* a vector of index reads of each one's start */
+			struct coffer_read_vec v[VEC];
+			uint64_t ids[VEC];
+
+			for (unsigned int k = 0; k < VEC; k++) {
+				ids[k] = k == 0 ? n : pick_id(&rs, 75);
+				v[k] = (struct coffer_read_vec){.oid = oid_of(ids[k]),
+								.buf = buf + k * VEC_LEN,
+								.len = 64 + rel_rand(&rs) %
+										(VEC_LEN - 63)};
+			}
+			if (coffer_obj_read_oid_vec(a->c, v, VEC) < 0)
+				FAIL("read_oid_vec");
+			for (unsigned int k = 0; k < VEC; k++) {
+				uint64_t want = v[k].size < v[k].len ? v[k].size : v[k].len;
+
+				if (v[k].result == -EAGAIN)
+					continue;
+				if (v[k].result < 0 || (uint64_t)v[k].result != want)
+					FAIL("read_oid_vec entry %u: %" PRId64 " of %" PRIu64, k,
+					     v[k].result, want);
+				if (check_part(v[k].buf, ids[k], v[k].size, want, why,
+					       sizeof(why)) != 0)
+					FAIL("read_oid_vec of %" PRIu64 ": %s", ids[k], why);
+				a->reads++;
+			}
+		} else if (rel_rand(&rs) % 2) {
 			rc = coffer_obj_get_oid(a->c, &o, 0, &p, &sz, NULL);
 			if (rc == -ENOENT)
 				continue;
