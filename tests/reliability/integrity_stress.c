@@ -37,7 +37,7 @@ static int small_only;	     /* argv[4] = 1: sizes up to 128 KiB only (100k+ obje
 #define MAXSIZE	 (32u * 1024 * 1024) /* the whole store (-m 32M) */
 #define MAGIC	 0x434f464645525631ull
 #define NWRITERS 2
-#define NREADERS 2
+#define NREADERS 3 /* the last one: raw_reader() */
 
 static const uint64_t sizes[] = {
     64,
@@ -64,8 +64,7 @@ static struct coffer_oid oid_of(uint64_t n)
 	struct coffer_oid o;
 
 	memset(&o, 0, sizeof(o));
-	memcpy(o.id, &n, sizeof(n));
-	o.id[19] = 0xa5;
+	rc_oid(o.id, n); /* the raw socket reader's IDs (tests/store/rawclient.c) */
 	return o;
 }
 
@@ -386,6 +385,37 @@ static void reader(const char *sock, uint64_t seed)
 	_exit(0);
 }
 
+/* Gets over the socket with the raw protocol (no ring; rawclient.c), some waiting for a seal
+ * (deferred socket replies), released by ID: one reference at a time. */
+static void raw_reader(const char *sock, uint64_t seed)
+{
+	struct rc_conn rc;
+	uint64_t rs = seed, gets = 0;
+	char why[256];
+
+	if (rc_connect(&rc, sock) != 0)
+		FAIL("raw connect");
+	while (now_ns() < deadline_ns) {
+		uint64_t n = pick_id(&rs, 75), sz = 0;
+		const void *p;
+		int r = rc_get(&rc, n, rel_rand(&rs) % 4 == 0 ? 3000 : 0, &p, &sz);
+
+		if (r == -ENOENT)
+			continue;
+		if (r != 0)
+			FAIL("raw get %d", r);
+		if (check(p, n, sz, why, sizeof(why)) != 0)
+			FAIL("raw get of %" PRIu64 ": %s", n, why);
+		r = rc_release(&rc, n);
+		if (r != 0)
+			FAIL("raw release %d", r);
+		gets++;
+	}
+	fprintf(stderr, "raw reader %d: %" PRIu64 " socket gets verified\n", (int)getpid(), gets);
+	rc_close(&rc);
+	_exit(0);
+}
+
 /* Reserves, creates and writes until killed. */
 static void victim(const char *sock, uint64_t seed)
 {
@@ -486,6 +516,8 @@ int main(int argc, char **argv)
 		if (kids[i] == 0) {
 			if (i < NWRITERS)
 				writer(st.sock, i + 1, s);
+			if (i == NWRITERS + NREADERS - 1)
+				raw_reader(st.sock, s);
 			reader(st.sock, s);
 		}
 	}
