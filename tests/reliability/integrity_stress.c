@@ -2,18 +2,23 @@
 /*
  * tests/reliability/integrity_stress.c - can a reader ever get wrong bytes?
  *
- * Processes beside one small store (evicting all the time): writers replace objects with
+ * Processes beside one small store (evicting all the time): two writers replace objects with
  * self-describing contents (ObjectID number, version, size and a word per 8 bytes derived
- * from them) by create+seal and by reserve+put, delete them, reserve and give back, abort;
- * readers get them (pinned, verified, held a little, released by pointer) and read them
- * through the index; a killer child is SIGKILLed mid-write. Every byte a reader sees must be
- * the sealed contents of the ID it asked for. At the end, with every ID deleted and every
- * client gone, the store must hold nothing: 0 used bytes, no object, no reservation.
+ * from them) by create+seal and by reserve+put (REPLACE; a put may be shorter than its
+ * reservation), seal 0-byte versions now and then, delete, abort, give reservations back and
+ * make gets that wait for a seal; two reader processes of two threads each (sharing one
+ * connection) get objects (verified, held a little, verified again, released by pointer),
+ * read them through the index (whole, and vectors of starts); a third reader gets over the
+ * socket with the raw protocol; a victim client reserving, creating, writing and holding gets
+ * is SIGKILLed every 20-100 ms. Every byte a reader sees must be the sealed contents of the ID
+ * it asked for. At the end, with every ID deleted and every client gone, the store must hold
+ * nothing (0 used bytes, no object, reservation or index entry) and take an object of its
+ * whole capacity. The seed is printed; a failure names the ID, version, size and word.
  *
  * Usage: integrity_stress [SECONDS [SEED [IDS [SIZES]]]]: IDS written (default 4096); SIZES 0
  * (default: 64 B .. the whole store, around 64 KiB and 2 MiB), 1 (up to 128 KiB), 2 (64..320
- * B: 100k+ objects live, the index full), 3 (64 KiB +- 128 B: the quick lists' bound).
- * COFFER_STORE_EXE names the store, STRESS_M its -m (default 32M).
+ * B: with a large IDS, 100k+ objects and the index full: seals left unplaced), 3 (64 KiB +-
+ * 128 B: the quick lists' bound). COFFER_STORE_EXE names the store, STRESS_M its -m (32M).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,8 +37,8 @@
 #include "tests/reliability/relcommon.h"
 #include "tests/store/rawclient.h"
 
-static uint64_t NIDS = 4096; /* IDs written (argv[3]) */
-static int small_only;	     /* argv[4] = 1: sizes up to 128 KiB only (100k+ objects live) */
+static uint64_t NIDS = 4096;	     /* IDs written (argv[3]) */
+static int small_only;		     /* argv[4]: the size profile (see above) */
 #define MAXSIZE	 (32u * 1024 * 1024) /* the whole store (-m 32M) */
 #define MAGIC	 0x434f464645525631ull
 #define NWRITERS 2
@@ -144,7 +149,6 @@ static uint64_t deadline_ns;
 struct shared {
 	uint64_t recent[RECENT];
 	uint64_t nrecent;
-	uint64_t ops[NWRITERS];
 };
 static struct shared *sh;
 
