@@ -480,6 +480,18 @@ static int whole_arena(coffer_handle_t c, uint64_t bytes)
 	rc = check(p, NIDS, sz, why, sizeof(why));
 	if (rc != 0)
 		fprintf(stderr, "FAIL: the whole-arena object: %s\n", why);
+	/* and through the index: its entry ends exactly at the arena's end */
+	{
+		unsigned char *buf = malloc(bytes);
+		int64_t r = buf != NULL ? coffer_obj_read_oid(c, &o, 0, buf, bytes, &sz) : -ENOMEM;
+
+		if (r != (int64_t)bytes || check(buf, NIDS, sz, why, sizeof(why)) != 0) {
+			fprintf(stderr, "FAIL: index read of the whole-arena object: %" PRId64 "\n",
+				r);
+			rc = -1;
+		}
+		free(buf);
+	}
 	if (coffer_obj_release_data(c, &o, p, NULL) != 0 || coffer_obj_delete(c, &o, NULL) != 0) {
 		fprintf(stderr, "FAIL: release or delete of the whole-arena object\n");
 		return -1;
