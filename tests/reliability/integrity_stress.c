@@ -18,7 +18,8 @@
  * Usage: integrity_stress [SECONDS [SEED [IDS [SIZES]]]]: IDS written (default 4096); SIZES 0
  * (default: 64 B .. the whole store, around 64 KiB and 2 MiB), 1 (up to 128 KiB), 2 (64..320
  * B: with a large IDS, 100k+ objects and the index full: seals left unplaced), 3 (64 KiB +-
- * 128 B: the quick lists' bound). COFFER_STORE_EXE names the store, STRESS_M its -m (32M).
+ * 128 B: the quick lists' bound). COFFER_STORE_EXE names the store, STRESS_M its -m (32M),
+ * STRESS_HUGEPAGES one more argument (e.g. --hugepages=off: a capacity not of 2 MiB pages).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -508,7 +509,8 @@ int main(int argc, char **argv)
 		NIDS = strtoull(argv[3], NULL, 0);
 	if (argc > 4)
 		small_only = atoi(argv[4]);
-	const char *args[] = {"-m", getenv("STRESS_M") ? getenv("STRESS_M") : "32M", NULL};
+	const char *args[] = {"-m", getenv("STRESS_M") ? getenv("STRESS_M") : "32M",
+			      getenv("STRESS_HUGEPAGES") ? getenv("STRESS_HUGEPAGES") : NULL, NULL};
 	struct rc_store st;
 	struct coffer_store_info info;
 	pid_t kids[NWRITERS + NREADERS];
