@@ -122,6 +122,8 @@
 #                 file still reads back after it, with coffer_put=1 as with 0. Before, the
 #                 pool reserved 32 blocks of 64 KiB (sized by size=2m, not number_ios=),
 #                 which are not evictable, and evicted the file's first blocks: ENOENT
+#   sync-latency  a sync (fsync=1 at iodepth 1) reports its own latency, below a write's;
+#                 before, the stale issue time of its io_u's previous use, above a write's
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1149,8 +1151,33 @@ case_put_number_ios() {
 	say "4 writes (number_ios=4) into a 7 MiB file in an 8 MiB store left every block readable, by create + seal and by put"
 }
 
+# A sync (fsync=1 at iodepth 1: every write is done when it comes) completes at once in the
+# engine's queue, so its latency is below a write's, a round trip to the store. The engine
+# stamps fio's issue times itself (FIO_ASYNCIO_SETS_ISSUE_TIME), and before, it left a
+# sync's stale: its latency ran from the io_u's previous use, above the write's own (fsync=4
+# randwrite at iodepth 8: mean ~1 ms, max 133 ms, where psync's syncs take ~1.3 us).
+case_sync_latency() {
+	local rc put sync_lat write_lat
+	start_store 64M
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="lat$put" --coffer_put=$put \
+			--name=l --rw=write --bs=4k --size=2m --iodepth=1 --fsync=1 \
+			--output-format=json --output="$work/l$put.json" >"$work/l$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/l$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put fsync=1: $(cat "$work/l$put.log")"
+		[ "$(jq '.jobs[0].sync.lat_ns.N' "$work/l$put.json")" -gt 0 ] || fail "no sync was issued"
+		sync_lat=$(jq '.jobs[0].sync.lat_ns.mean | floor' "$work/l$put.json")
+		write_lat=$(jq '.jobs[0].write.clat_ns.mean | floor' "$work/l$put.json")
+		[ "$sync_lat" -lt "$write_lat" ] ||
+			fail "coffer_put=$put: a sync that waits for nothing took $sync_lat ns on average, a write $write_lat ns: the sync's issue time is stale"
+		say "coffer_put=$put: syncs mean $sync_lat ns, writes $write_lat ns"
+	done
+}
+
 case "$case_name" in
 exports) case_exports ;;
+sync-latency) case_sync_latency ;;
 put-number-ios) case_put_number_ios ;;
 prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
