@@ -122,6 +122,10 @@
 #                 file still reads back after it, with coffer_put=1 as with 0. Before, the
 #                 pool reserved 32 blocks of 64 KiB (sized by size=2m, not number_ios=),
 #                 which are not evictable, and evicted the file's first blocks: ENOENT
+#   trim-verify-zero  trim_percentage=50 with trim_verify_zero=1: the blocks fio trimmed
+#                 read back as zeros (the trim deleted them) and the job passes; before,
+#                 ENOENT under the default coffer_missing=error. Never-written blocks
+#                 still fail
 #   sync-latency  a sync (fsync=1 at iodepth 1) reports its own latency, below a write's;
 #                 before, the stale issue time of its io_u's previous use, above a write's
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
@@ -1175,9 +1179,37 @@ case_sync_latency() {
 	done
 }
 
+# trim_percentage with trim_verify_zero=1: fio trims some of the blocks it wrote and reads
+# them back expecting zeros (a device that zeroes discarded blocks). A trim deletes the
+# block's object, so the engine must read such a block (fio flags the read
+# IO_U_F_TRIMMED) as zeros, whatever coffer_missing says. Before, the job failed with
+# ENOENT under the default coffer_missing=error. A read fio does not flag stays a read of
+# a missing block.
+case_trim_verify_zero() {
+	local rc idx
+	start_store 64M
+	for idx in 1 0; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="tz$idx" --coffer_index=$idx \
+			--name=t --rw=trimwrite --bs=4k --size=1m --iodepth=4 --trim_percentage=50 \
+			--trim_verify_zero=1 --trim_backlog=8 --verify=crc32c --verify_fatal=1 \
+			--output-format=json --output="$work/t$idx.json" >"$work/t$idx.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/t$idx.log"
+		[ "$rc" -eq 0 ] ||
+			fail "coffer_index=$idx: trim_verify_zero=1 failed: $(grep -m3 'coffer\|verify\|error' "$work/t$idx.log")"
+		[ "$(jq '.jobs[0].error' "$work/t$idx.json")" -eq 0 ] || fail "coffer_index=$idx: job error"
+	done
+	# a block fio did not trim is still an error when missing: never-written reads fail
+	fails_saying "$work/m.log" "coffer: read of .* failed: .*never written" \
+		--coffer_socket="$sock" --coffer_namespace=tzmiss --name=m --rw=randread --bs=4k \
+		--size=64k --iodepth=4
+	say "trimwrite, trim_percentage=50, trim_verify_zero=1: $(jq '.jobs[0].read.io_bytes' "$work/t1.json") bytes read back and verified, trimmed blocks as zeros"
+}
+
 case "$case_name" in
 exports) case_exports ;;
 sync-latency) case_sync_latency ;;
+trim-verify-zero) case_trim_verify_zero ;;
 put-number-ios) case_put_number_ios ;;
 prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
