@@ -1131,6 +1131,40 @@ static const char *cf_socket_path(const struct cf_options *o)
 	return o->socket[0] ? o->socket : NULL;
 }
 
+/*
+ * Each block is one object at the offset it was written at, and objects never merge
+ * (README "Blocks are whole objects"). When this job's blocks may overlap at different
+ * offsets, say once (per job, at init) that a read gets the block written at its own
+ * offset, whole, without the bytes later writes at other offsets put there: fio's verify
+ * cannot see it (it drops a logged block a later write overlaps), so the stale bytes went
+ * unsaid (16k at 0 then 4k at 4k: a 16k read at 0 verifies the old pattern; psync's
+ * reads the new one at 4k). Overlap is possible for random writes aligned below their
+ * largest size (bssplit/bsrange, or blockalign < bs; fio aligns to the smallest size by
+ * default), and for reads and writes of one job with other sizes or alignments.
+ */
+static void cf_note_overlap(const struct thread_data *td)
+{
+	const struct thread_options *t = &td->o;
+	const char *why = NULL;
+
+	if (!td_write(td))
+		return;
+	if (td_random(td) && t->ba[DDIR_WRITE] < t->max_bs[DDIR_WRITE])
+		why = "random writes aligned below their largest size";
+	else if (td_read(td) && (t->min_bs[DDIR_READ] != t->min_bs[DDIR_WRITE] ||
+				 t->max_bs[DDIR_READ] != t->max_bs[DDIR_WRITE] ||
+				 (td_random(td) && t->ba[DDIR_READ] != t->ba[DDIR_WRITE])))
+		why = "reads of other sizes or alignments than the writes";
+	if (!why)
+		return;
+	log_err("fio: coffer: %s: this job's blocks overlap at different offsets, and each "
+		"block is one object at the offset it was written at: a read gets the block "
+		"written at its own offset, whole, not the bytes later writes at other offsets "
+		"put there (fio's verify does not see it); write and read each offset with one "
+		"block size\n",
+		why);
+}
+
 static int cf_init(struct thread_data *td)
 {
 	struct cf_options *o = td->eo;
@@ -1194,6 +1228,7 @@ static int cf_init(struct thread_data *td)
 		td_verror(td, EINVAL, "file_append");
 		return 1;
 	}
+	cf_note_overlap(td);
 	cd = calloc(1, sizeof(*cd));
 	if (!cd) {
 		td_verror(td, ENOMEM, "coffer init");
