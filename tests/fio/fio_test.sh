@@ -130,6 +130,10 @@
 #                 aligned below their size, reads of another size than the writes) says
 #                 once per job that a read gets the block at its own offset, whole; jobs
 #                 of one shape say nothing. Before, stale blocks passed unmentioned
+#   fsync-on-close  fsync_on_close=1 with files closed before the job's end (nrfiles=8,
+#                 file_service_type=sequential) writes and verifies every block; before,
+#                 fio's fsync(2) of the file's descriptor (-1) failed the first close with
+#                 EBADF (error 9), silently, after 48 KiB
 #   sync-latency  a sync (fsync=1 at iodepth 1) reports its own latency, below a write's;
 #                 before, the stale issue time of its io_u's previous use, above a write's
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
@@ -1250,11 +1254,37 @@ case_overlap_notice() {
 	say "$(grep -m1 'blocks overlap' "$work/o1.log" | cut -c1-120)..."
 }
 
+# fsync_on_close=1: fio fsyncs a file's descriptor when it closes the file (put_file), and a
+# store file had none (-1): every close failed with EBADF. A job that closes files before
+# its end (nrfiles=8, file_service_type=sequential, openfiles=2, and the default openfiles)
+# stopped at the first close with error 9 after 48 KiB, saying nothing, where psync's
+# writes and verifies all 256 KiB. Fork and thread mode.
+case_fsync_on_close() {
+	local rc n=0 shape
+	start_store 64M
+	for shape in "--openfiles=2" "--openfiles=8" "--thread --numjobs=2"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # the shape is several options
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fc$n" --name=f --rw=randwrite \
+			--bs=4k --size=256k --iodepth=4 --nrfiles=8 --file_service_type=sequential \
+			--fsync_on_close=1 --verify=crc32c $shape --output-format=json \
+			--output="$work/f$n.json" >"$work/f$n.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/f$n.log"
+		[ "$rc" -eq 0 ] ||
+			fail "$shape: fsync_on_close=1 failed (error $(jq '.jobs[0].error' "$work/f$n.json")): $(cat "$work/f$n.log")"
+		[ "$(jq '[.jobs[] | .write.io_bytes == 262144 and .read.io_bytes == 262144] | all' "$work/f$n.json")" = true ] ||
+			fail "$shape: not every block was written and verified: $(jq -c '[.jobs[] | [.write.io_bytes, .read.io_bytes]]' "$work/f$n.json")"
+	done
+	say "fsync_on_close=1 over 8 files closed one by one: 256 KiB written and verified per job"
+}
+
 case "$case_name" in
 exports) case_exports ;;
 sync-latency) case_sync_latency ;;
 trim-verify-zero) case_trim_verify_zero ;;
 overlap-notice) case_overlap_notice ;;
+fsync-on-close) case_fsync_on_close ;;
 put-number-ios) case_put_number_ios ;;
 prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
