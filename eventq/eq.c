@@ -167,6 +167,22 @@ static void eq_all_del(struct coffer_eq *eq)
 	pthread_mutex_unlock(&eq_all_mu);
 }
 
+/* coffer__eq_close_hash(): see event_internal.h. */
+void coffer__eq_close_hash(const struct coffer_hhash *hh)
+{
+	pthread_mutex_lock(&eq_all_mu);
+	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		if (eq->eq_hh != hh)
+			continue; /* an EQ of a later runtime (coffer_init() again), or destroyed */
+		/* seq_cst: the waker's half of the sleeper handshake, as in coffer_eq_destroy():
+		 * a poller either sees CLOSING before it sleeps, or is counted in eq_sleepers
+		 * when we look, and its eventfd is written. */
+		atomic_fetch_or_explicit(&eq->eq_word, COFFER__EQW_CLOSING, memory_order_seq_cst);
+		coffer__eq_wake_sleepers(eq);
+	}
+	pthread_mutex_unlock(&eq_all_mu);
+}
+
 void coffer__eq_atfork_prepare(void)
 {
 	pthread_mutex_lock(&eq_all_mu);
