@@ -110,7 +110,8 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags);
  * events from it).
  * Return: the number of events stored (0 on timeout, never a stale event); -EINVAL (@n 0,
  *         @events NULL, bad handle, not initialised); -ENOENT (destroyed, never issued, or
- *         destroyed while this call waited).
+ *         destroyed while this call waited: by coffer_eq_destroy(), or by the last
+ *         coffer_fini(), which closes every EQ left, see coffer/common.h).
  * Context: any thread; any number of threads may poll one EQ concurrently. Not a
  *         cancellation point (coffer/common.h): a thread cancelled while it sleeps here is
  *         cancelled after the call returns (timeout, completion, destroy).
