@@ -311,6 +311,17 @@ static void poll_phase(struct worker *me)
 	if (!done)
 		die("event_test: a reaped event is not READY");
 	EXPECT(coffer_eq_poll(me->eq, 0, 0, 4, got), 0);
+
+	/* a get of an ID nobody writes, 20 ms: poll(-1) returns it with -ENOENT */
+	{
+		struct coffer_oid miss = mkoid('M', me->t, 0, 0);
+
+		OK(coffer_obj_get_oid(conn, &miss, 20000, &d, &sz, &me->ev[2]));
+		EXPECT(coffer_eq_poll(me->eq, 0, -1, 4, got), 1);
+		if (got[0] != &me->ev[2])
+			die("poll returned another event");
+		EXPECT(me->ev[2].ev_error, -ENOENT);
+	}
 }
 
 /* T: tester loops coffer_event_test() on events a poller reaps from the same EQ. */
@@ -432,6 +443,9 @@ static void delete_phase(struct worker *me)
 }
 
 /* ---- shutdown mid-traffic ------------------------------------------------------------- */
+/* Held for reading while a shutdown-phase thread uses a pointer into the arena, for writing
+ * around the disconnect, which unmaps it. */
+static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static atomic_int shut_phase; /* 0 connected, 1 disconnected, 2 in the last fini, 3 after */
 
 /* Errors a call may return once the connection (or runtime) is gone, per the headers. */
@@ -509,25 +523,31 @@ static void shut_traffic(struct worker *me)
 			if (k != 1 || got[0] != &me->ev[0])
 				die("thread %d shutdown: poll got %d", me->t, k);
 			shut_count(me, K_CREATE_EV, ph, me->ev[0].ev_error);
-			if (me->ev[0].ev_error == 0) {
+			/* The arena is unmapped by the disconnect (store.h): a pointer is
+			 * used only under map_lock, and only while still connected. */
+			pthread_rwlock_rdlock(&map_lock);
+			if (me->ev[0].ev_error == 0 && atomic_load(&shut_phase) == 0) {
 				fill(p, &o, 128);
 				ph = atomic_load(&shut_phase);
 				shut_count(
 				    me, K_SEAL, ph,
 				    coffer_obj_seal_oid(conn, &o, COFFER_SEAL_RELEASE, NULL));
 			}
+			pthread_rwlock_unlock(&map_lock);
 			break;
 		case 1: /* blocking get of what may be there */
 			rc = coffer_obj_get_oid(conn, &o, 0, &d, &sz, NULL);
 			if (rc == -ENOENT && ph == 0)
 				break; /* not written yet */
 			shut_count(me, K_GET, ph, rc);
-			if (rc == 0) {
+			pthread_rwlock_rdlock(&map_lock);
+			if (rc == 0 && atomic_load(&shut_phase) == 0) {
 				check(d, &o, 128, sz);
 				ph = atomic_load(&shut_phase);
 				shut_count(me, K_RELEASE, ph,
 					   coffer_obj_release_data(conn, &o, d, NULL));
 			}
+			pthread_rwlock_unlock(&map_lock);
 			break;
 		default:
 			shut_count(me, K_FLUSH, ph, coffer_flush(conn));
@@ -701,8 +721,10 @@ int main(int argc, char **argv)
 
 	/* S: shut down under traffic */
 	usleep(100000);
+	pthread_rwlock_wrlock(&map_lock);
 	OK(coffer_disconnect(conn));
 	atomic_store(&shut_phase, 1);
+	pthread_rwlock_unlock(&map_lock);
 	usleep(50000);
 	atomic_store(&shut_phase, 2);
 	OK(coffer_fini());
