@@ -466,11 +466,17 @@ enum {
 	K_FLUSH,
 	K_POLL_IDLE,
 	K_GET_FOREVER,
+	K_EQ_CREATE,
+	K_EV_INIT,
+	K_FRESH_GET,
+	K_EQ_DESTROY,
 	K_NR
 };
 static const char *const kname[K_NR] = {"create_oid(ev)", "create ev_error",  "eq_poll",
 					"seal_oid",	  "get_oid",	      "release_data",
-					"flush",	  "eq_poll(-1) idle", "get_oid(-1)"};
+					"flush",	  "eq_poll(-1) idle", "get_oid(-1)",
+					"eq_create",	  "event_init",	      "get_oid(ev), new EQ",
+					"eq_destroy"};
 static atomic_ulong seen[K_NR][4][128];
 static const char *const phname[4] = {"connected", "disconnected", "in fini", "after fini"};
 
@@ -478,7 +484,7 @@ static void shut_seen(int kind, int ph0, int rc)
 {
 	int ph1 = atomic_load(&shut_phase);
 
-	if ((ph0 == ph1 || kind >= K_POLL_IDLE) && rc <= 0 && rc > -128)
+	if ((ph0 == ph1 || kind == K_POLL_IDLE || kind == K_GET_FOREVER) && rc <= 0 && rc > -128)
 		atomic_fetch_add(&seen[kind][ph0][-rc], 1);
 }
 
@@ -492,6 +498,39 @@ static void shut_count(struct worker *me, int kind, int ph0, int rc)
 	else
 		die("thread %d shutdown: %s returned %d (%s)", me->t, kname[kind], rc,
 		    coffer_strerror(rc));
+}
+
+static void shut_fresh_eq(struct worker *me, const struct coffer_oid *o)
+{
+	struct coffer_event ev, *got[1];
+	coffer_handle_t eq;
+	const void *d = NULL;
+	int ph = atomic_load(&shut_phase), rc, k;
+
+	rc = coffer_eq_create(&eq);
+	shut_count(me, K_EQ_CREATE, ph, rc);
+	if (rc != 0)
+		return;
+	rc = coffer_event_init(&ev, eq, NULL);
+	shut_count(me, K_EV_INIT, ph, rc);
+	if (rc == 0) {
+		ph = atomic_load(&shut_phase);
+		rc = coffer_obj_get_oid(conn, o, 0, &d, NULL, &ev);
+		shut_count(me, K_FRESH_GET, ph, rc);
+		if (rc == 0) {
+			k = coffer_eq_poll(eq, 0, -1, 1, got);
+			shut_count(me, K_POLL, ph, k < 0 ? k : 0);
+			if (k == 1 && ev.ev_error == 0) {
+				pthread_rwlock_rdlock(&map_lock);
+				if (atomic_load(&shut_phase) == 0)
+					OK(coffer_obj_release_data(conn, o, d, NULL));
+				pthread_rwlock_unlock(&map_lock);
+			}
+		}
+		OK(coffer_event_fini(&ev)); /* works with or without the runtime */
+	}
+	ph = atomic_load(&shut_phase);
+	shut_count(me, K_EQ_DESTROY, ph, coffer_eq_destroy(eq, 0));
 }
 
 static void shut_traffic(struct worker *me)
@@ -508,7 +547,7 @@ static void shut_traffic(struct worker *me)
 
 		i++;
 		ph = atomic_load(&shut_phase);
-		switch (i % 3) {
+		switch (i % 4) {
 		case 0: /* event create + seal */
 			rc = coffer_obj_create_oid(conn, &o, 128, COFFER_CREATE_REPLACE, &p,
 						   &me->ev[0]);
@@ -549,8 +588,11 @@ static void shut_traffic(struct worker *me)
 			}
 			pthread_rwlock_unlock(&map_lock);
 			break;
-		default:
+		case 2:
 			shut_count(me, K_FLUSH, ph, coffer_flush(conn));
+			break;
+		default: /* a fresh EQ: its first call opens a channel, racing the shutdown */
+			shut_fresh_eq(me, &o);
 			break;
 		}
 	}
