@@ -21,9 +21,12 @@
  *      found READY by test, with its result; the EQ ends empty
  *   D  delete: every object deleted once (0), twice (-ENOENT), and a get of it is -ENOENT
  *   S  shutdown mid-traffic: the threads keep submitting creates, seals and gets (blocking
- *      and on events) and one sleeps in coffer_eq_poll(-1) on an idle EQ while main calls
+ *      and on events), create fresh EQs whose first call opens a channel, one waits in a
+ *      blocking get(-1) (the disconnect ends it: -ENOTCONN) and one sleeps in
+ *      coffer_eq_poll(-1) on an idle EQ (the last fini closes it: -ENOENT) while main calls
  *      coffer_disconnect() and then the last coffer_fini(); every call must return 0 or a
- *      documented error, and every thread must come back (a watchdog fails the run).
+ *      documented error (a table of which, by phase, is printed), every thread must come
+ *      back (a watchdog fails the run), and every event is finalised after the fini.
  *
  *   ckpt [-t THREADS] [-r ROUNDS] SOCKET
  */
