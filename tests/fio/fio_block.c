@@ -8,10 +8,13 @@
  *       exit 0 when the block is sealed in the store, 1 when it is not, 2 on error
  *   fio_block SOCKET NAMESPACE FILE OFFSET hold SIZE MS
  *       create the block (SIZE bytes) and leave it unsealed, print "held" on stdout, wait
- *       MS milliseconds, then fill it with zeros and seal it (as another client that is
- *       writing the block while fio starts); exit 0 once sealed
+ *       MS milliseconds or until SIGUSR1 comes, whichever is first, then fill it with zeros
+ *       and seal it (as another client that is writing the block while fio starts); exit 0
+ *       once sealed. SIGUSR1 is blocked before "held" is printed, so a test that signals
+ *       after reading "held" never loses it.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,14 +65,19 @@ int main(int argc, char **argv)
 		uint64_t size = strtoull(argv[6], NULL, 0);
 		long ms = strtol(argv[7], NULL, 10);
 		struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+		sigset_t usr1;
 		void *data;
 
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
 		rc = coffer_obj_create_oid(conn, &oid, size, 0, &data, NULL);
 		if (rc < 0)
 			return die("create", rc);
 		printf("held\n");
 		fflush(stdout);
-		nanosleep(&ts, NULL);
+		while (sigtimedwait(&usr1, NULL, &ts) < 0 && errno == EINTR)
+			; /* SIGUSR1 or the time is up (EAGAIN) */
 		memset(data, 0, size);
 		rc = coffer_obj_seal_oid(conn, &oid, COFFER_SEAL_RELEASE, NULL);
 		coffer_disconnect(conn);

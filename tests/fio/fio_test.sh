@@ -236,7 +236,8 @@ fails_saying() {
 }
 
 # hold_block FILE MS: another client (fio_block) creates block 0 of FILE in namespace "busy"
-# and holds it unsealed for MS milliseconds, then seals it; its pid is left in $holder.
+# and holds it unsealed for MS milliseconds or until `kill -USR1 $holder`, then seals it; its
+# pid is left in $holder.
 hold_block() {
 	"$block" "$sock" busy "$1" 0 hold 4096 "$2" >"$work/hold.out" 2>&1 &
 	holder=$!
@@ -790,11 +791,14 @@ case_trim_busy() {
 	local rc holder
 	[ -n "$block" ] && [ -x "$block" ] || skip "fio_block is not built"
 	start_store 64M
-	hold_block trimmed 2000
+	# held until fio is done (SIGUSR1), not for a fixed time: a fio that starts slowly on a
+	# loaded machine must still meet the block unsealed
+	hold_block trimmed 120000
 	fio_engine --coffer_socket="$sock" --coffer_namespace=busy --name=t --filename=trimmed \
 		--rw=trim --bs=4k --size=64k --output-format=json --output="$work/t.json" \
 		>"$work/t.log" 2>&1
 	rc=$?
+	kill -USR1 "$holder"
 	wait "$holder" || fail "fio_block could not seal its block: $(cat "$work/hold.out")"
 	no_crash "$rc" "$work/t.log"
 	[ "$rc" -eq 0 ] || fail "trim beside a block being written: $(cat "$work/t.log" "$work/t.json")"
