@@ -64,7 +64,10 @@ typedef struct {
  *
  * Return: 0; -ENOMEM; -EINVAL (COFFER_HHASH_BUCKETS_LOG2 or COFFER_HHASH_LOCKS_LOG2 is set
  * but not a decimal number in 1..26, or the locks exceed the buckets; COFFER_RCU_PERCPU set
- * to anything but 0 or 1).
+ * to anything but 0 or 1). The -EINVAL holds only while the variable is bad: fix it
+ * (coffer_env_check() names it) and call again. Each variable is read until the first
+ * call that succeeds (COFFER_RCU_PERCPU: until the process's first call that starts
+ * coffer, coffer_htab_create() included), never after.
  * (Every call that starts the runtime on its own, such as coffer_connect(), returns it too.)
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section.
  */
