@@ -128,7 +128,8 @@ struct coffer_store_info {
  *
  * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
  * decimal number in its range); -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
- * bytes); -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
+ * bytes; or, @path NULL, $XDG_RUNTIME_DIR so long that "$XDG_RUNTIME_DIR/coffer.sock" is);
+ * -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
  * socket of another type, or nothing listening);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store, or this process, is out of file descriptors; retry later); -ENFILE (the
