@@ -268,7 +268,10 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    (the EQ's channel to this connection is full: 512 requests in flight, or fewer when
  *    the store caps its rings (max_ring_entries); a bulk call needs one slot per request;
  *    poll the EQ, then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised
- *    event, or a parent event one of whose children is not launched yet).
+ *    event, or a parent event one of whose children is not launched yet), -ENOENT (the
+ *    event's EQ was destroyed, or is being destroyed: coffer_eq_destroy() refuses every
+ *    launch from then on, whether or not the EQ had a channel to this connection; on a
+ *    call through an object handle this -ENOENT reads like a closed handle's).
  *  - A bulk call (get_bulk, release_oid_bulk, release_data_bulk, reserve), blocking or not,
  *    of more requests than the channel's ring holds fails with -EINVAL, nothing sent: it
  *    could never be queued. Only a store that caps max_ring_entries below @n does that
