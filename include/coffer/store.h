@@ -123,7 +123,9 @@ struct coffer_store_info {
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
  * a poll or flush; 1..4096, default 32; 8 already while the store is awake on the channel),
  * COFFER_MAP_POPULATE (1 = pre-fill page tables, the default; 0 = do not), COFFER_POLL_SPIN_US
- * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect),
+ * (busy-poll before a poller sleeps, microseconds, 0..1000000, default 50; every connect checks
+ * it, but the value used is what the process's first poller to spin reads, once: do not
+ * change it after the first connect),
  * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
  * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
