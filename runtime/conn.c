@@ -894,6 +894,13 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	int zero = 0, rc;
 	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
+	/* Closing the channels waits for a grace period, and the last connection's runtime
+	 * reference drains the handle hash and waits for the RCU callbacks: inside the
+	 * caller's read-side section the first would wait for itself, and the last was
+	 * silently kept (coffer_fini() refuses there). Refused up front, nothing changed
+	 * (test_grace_period_calls_in_read_section). */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	/* another thread's disconnect of the same handle may be the last one */
 	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
 	if (rc < 0)

@@ -171,10 +171,12 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
  * coffer_fini() finds nothing of the connection layer left (destroy your EQs first).
  *
  * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
- * connection handle, or the runtime is not initialised).
+ * connection handle, the runtime is not initialised, or called inside an RCU read-side
+ * section: nothing changed, the connection stays).
  * Context: any thread; blocks (joins the monitor, waits an RCU grace period, and ends a
  * control exchange another thread has in progress on the socket: that call returns
- * -ENOTCONN); must not be inside an RCU read-side section nor inside an EQ progress hook.
+ * -ENOTCONN); must not be inside an RCU read-side section (refused, see above) nor inside an
+ * EQ progress hook.
  * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
  */
 COFFER_API int coffer_disconnect(coffer_handle_t connh);

@@ -669,6 +669,67 @@ static void test_launch_on_destroyed_eq(void **state)
 	assert_int_equal(coffer_disconnect(c), 0);
 }
 
+struct in_section {
+	coffer_handle_t c, eq;
+	int destroy_rc, disconnect_rc;
+	atomic_int done;
+};
+
+static void *calls_in_section(void *arg)
+{
+	struct in_section *x = arg;
+
+	coffer_rcu_read_lock();
+	x->destroy_rc = coffer_eq_destroy(x->eq, 0);
+	x->disconnect_rc = coffer_disconnect(x->c);
+	coffer_rcu_read_unlock();
+	atomic_store(&x->done, 1);
+	return NULL;
+}
+
+/*
+ * coffer_eq_destroy() of an EQ with a channel and coffer_disconnect() wait for a grace
+ * period (the hook's detach, the channels' close): inside the caller's own read-side
+ * section they waited for themselves, for good. They refuse it with -EINVAL, nothing
+ * changed, as coffer_fini() does; outside the section both work. Run on a thread that the
+ * test gives up on after a minute (then the process exits: a thread stuck in its section
+ * would stall every later grace period).
+ */
+static void test_grace_period_calls_in_read_section(void **state)
+{
+	struct tctx *t = *state;
+	struct in_section x = {0};
+	struct coffer_event ev;
+	struct coffer_oid oid;
+	bool present = true;
+	pthread_t th;
+
+	make_oid(&oid, 78, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &x.c), 0);
+	assert_int_equal(coffer_eq_create(&x.eq), 0);
+	assert_int_equal(coffer_event_init(&ev, x.eq, NULL), 0);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0); /* opens a channel */
+	assert_int_equal(wait_ev(x.eq, &ev), 0);
+	assert_int_equal(pthread_create(&th, NULL, calls_in_section, &x), 0);
+	for (int i = 0; i < 6000 && !atomic_load(&x.done); i++)
+		usleep(10000);
+	if (!atomic_load(&x.done)) {
+		fprintf(stderr, "coffer_eq_destroy()/coffer_disconnect() inside a read-side "
+				"section never returned\n");
+		_exit(1);
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.destroy_rc, -EINVAL);
+	assert_int_equal(x.disconnect_rc, -EINVAL);
+	/* nothing changed: the connection and the EQ still work */
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0);
+	assert_int_equal(wait_ev(x.eq, &ev), 0);
+	assert_false(present);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(x.eq, 0), 0);
+	assert_int_equal(coffer_disconnect(x.c), 0);
+}
+
 static void test_async_basic(void **state)
 {
 	struct tctx *t = *state;
@@ -4093,6 +4154,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connect_path_too_long, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_launch_on_destroyed_eq, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grace_period_calls_in_read_section, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_flush_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cookies_exhausted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
