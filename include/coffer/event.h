@@ -85,10 +85,11 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh);
  *         polled; nothing changed); -ENOENT (destroyed, being destroyed by another thread,
  *         or never issued); -EINVAL (bad handle, unknown @flags bit, not initialised, or
  *         called inside an RCU read-side section: nothing changed).
- * Context: any thread; not inside a read-side section (refused, see above: it may wait for
- *         a grace period) or a progress hook. With COFFER_EQ_FORCE it blocks until the running
- * events complete; something must complete them (the progress hook, or other threads). Source: DAOS
- * daos_eq_destroy() (whose FORCE aborts; coffer cannot abort a store request, so it drains).
+ * Context: any thread; not inside a read-side section (refused: it may wait for a grace
+ *         period) or a progress hook. With COFFER_EQ_FORCE it blocks until the running
+ *         events complete; something must complete them (the progress hook, or other threads).
+ * Source: DAOS daos_eq_destroy() (whose FORCE aborts; coffer cannot abort a store request,
+ *         so it drains).
  */
 COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags);
 
