@@ -301,8 +301,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket: even with an event it then waits for the store, up to
- *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one). Opening it can
- *    fail, nothing launched, with -EMFILE (see below), -ENOMEM (here or in the store),
+ *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one; and a grace
+ *    period). Opening it can fail, nothing launched, with -EINVAL (called inside an RCU
+ *    read-side section), -EMFILE (see below), -ENOMEM (here or in the store),
  *    -EPROTO (the store's rings cannot be mapped safely, e.g. passed read-only), -ETIMEDOUT,
  *    -ENOTCONN, or -ENOENT (the EQ is being destroyed).
  *  - A thread's first blocking call (@ev NULL) creates its hidden EQ: it can fail as

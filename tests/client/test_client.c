@@ -670,16 +670,23 @@ static void test_launch_on_destroyed_eq(void **state)
 }
 
 struct in_section {
-	coffer_handle_t c, eq;
-	int destroy_rc, disconnect_rc;
+	coffer_handle_t c, eq, eq2;
+	struct coffer_event ev2;
+	int open_rc, blocking_rc, destroy_rc, disconnect_rc;
 	atomic_int done;
 };
 
 static void *calls_in_section(void *arg)
 {
 	struct in_section *x = arg;
+	struct coffer_oid oid;
+	bool present;
 
+	make_oid(&oid, 78, 2);
 	coffer_rcu_read_lock();
+	/* a channel to open for a second EQ, and for this thread's hidden EQ */
+	x->open_rc = coffer_obj_contains(x->c, &oid, &present, &x->ev2);
+	x->blocking_rc = coffer_obj_contains(x->c, &oid, &present, NULL);
 	x->destroy_rc = coffer_eq_destroy(x->eq, 0);
 	x->disconnect_rc = coffer_disconnect(x->c);
 	coffer_rcu_read_unlock();
@@ -688,10 +695,11 @@ static void *calls_in_section(void *arg)
 }
 
 /*
- * coffer_eq_destroy() of an EQ with a channel and coffer_disconnect() wait for a grace
- * period (the hook's detach, the channels' close): inside the caller's own read-side
- * section they waited for themselves, for good. They refuse it with -EINVAL, nothing
- * changed, as coffer_fini() does; outside the section both work. Run on a thread that the
+ * coffer_eq_destroy() of an EQ with a channel, coffer_disconnect() and an object call that
+ * opens a channel next to another wait for a grace period (the hook's detach, the channels'
+ * close, the new channel vector's publication): inside the caller's own read-side section
+ * they waited for themselves, for good. They refuse it with -EINVAL, nothing changed or
+ * launched, as coffer_fini() does; outside the section all work. Run on a thread that the
  * test gives up on after a minute (then the process exits: a thread stuck in its section
  * would stall every later grace period).
  */
@@ -710,23 +718,32 @@ static void test_grace_period_calls_in_read_section(void **state)
 	assert_int_equal(coffer_event_init(&ev, x.eq, NULL), 0);
 	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0); /* opens a channel */
 	assert_int_equal(wait_ev(x.eq, &ev), 0);
+	assert_int_equal(coffer_eq_create(&x.eq2), 0);
+	assert_int_equal(coffer_event_init(&x.ev2, x.eq2, NULL), 0);
 	assert_int_equal(pthread_create(&th, NULL, calls_in_section, &x), 0);
 	for (int i = 0; i < 6000 && !atomic_load(&x.done); i++)
 		usleep(10000);
 	if (!atomic_load(&x.done)) {
-		fprintf(stderr, "coffer_eq_destroy()/coffer_disconnect() inside a read-side "
-				"section never returned\n");
+		fprintf(stderr, "a call inside a read-side section never returned\n");
 		_exit(1);
 	}
 	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.open_rc, -EINVAL);
+	assert_int_equal(x.blocking_rc, -EINVAL);
 	assert_int_equal(x.destroy_rc, -EINVAL);
 	assert_int_equal(x.disconnect_rc, -EINVAL);
-	/* nothing changed: the connection and the EQ still work */
+	/* nothing changed or launched: the connection and the EQs still work */
+	assert_int_equal(coffer_eq_query(x.eq2, COFFER_EQR_ALL, 0, NULL), 0);
 	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0);
 	assert_int_equal(wait_ev(x.eq, &ev), 0);
 	assert_false(present);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &x.ev2), 0);
+	assert_int_equal(wait_ev(x.eq2, &x.ev2), 0);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, NULL), 0);
 	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&x.ev2), 0);
 	assert_int_equal(coffer_eq_destroy(x.eq, 0), 0);
+	assert_int_equal(coffer_eq_destroy(x.eq2, 0), 0);
 	assert_int_equal(coffer_disconnect(x.c), 0);
 }
 
