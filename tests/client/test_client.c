@@ -732,6 +732,8 @@ static void test_grace_period_calls_in_read_section(void **state)
 	assert_int_equal(x.blocking_rc, -EINVAL);
 	assert_int_equal(x.destroy_rc, -EINVAL);
 	assert_int_equal(x.disconnect_rc, -EINVAL);
+	/* the message says so: no argument explains this -EINVAL */
+	assert_non_null(strstr(coffer_strerror(-EINVAL), "inside an RCU read-side section"));
 	/* nothing changed or launched: the connection and the EQs still work */
 	assert_int_equal(coffer_eq_query(x.eq2, COFFER_EQR_ALL, 0, NULL), 0);
 	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0);
