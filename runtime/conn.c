@@ -790,6 +790,11 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
+	/* A failed connect drops the runtime reference it took, and the last one must wait for
+	 * a grace period: inside the caller's read-side section it was kept for good (the
+	 * runtime never stopped). Refused up front, as coffer_disconnect() refuses there. */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	if (!path) {
 		rc = coffer__default_socket_path(defpath, sizeof(defpath));
 		if (rc < 0)

@@ -128,8 +128,9 @@ struct coffer_store_info {
  * change it after the first connect),
  * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
- * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
- * decimal number in its range); -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
+ * Return: 0; -EINVAL (@connh NULL, @path "", one of those variables set to anything but a
+ * decimal number in its range, or called inside an RCU read-side section);
+ * -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
  * bytes; or, @path NULL, $XDG_RUNTIME_DIR so long that "$XDG_RUNTIME_DIR/coffer.sock" is);
  * -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
  * socket of another type, or nothing listening);

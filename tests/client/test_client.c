@@ -672,7 +672,7 @@ static void test_launch_on_destroyed_eq(void **state)
 struct in_section {
 	coffer_handle_t c, eq, eq2;
 	struct coffer_event ev2;
-	int open_rc, blocking_rc, destroy_rc, disconnect_rc;
+	int open_rc, blocking_rc, destroy_rc, disconnect_rc, connect_rc;
 	atomic_int done;
 };
 
@@ -680,6 +680,7 @@ static void *calls_in_section(void *arg)
 {
 	struct in_section *x = arg;
 	struct coffer_oid oid;
+	coffer_handle_t c;
 	bool present;
 
 	make_oid(&oid, 78, 2);
@@ -689,6 +690,7 @@ static void *calls_in_section(void *arg)
 	x->blocking_rc = coffer_obj_contains(x->c, &oid, &present, NULL);
 	x->destroy_rc = coffer_eq_destroy(x->eq, 0);
 	x->disconnect_rc = coffer_disconnect(x->c);
+	x->connect_rc = coffer_connect("/nonexistent/coffer.sock", &c);
 	coffer_rcu_read_unlock();
 	atomic_store(&x->done, 1);
 	return NULL;
@@ -699,7 +701,8 @@ static void *calls_in_section(void *arg)
  * opens a channel next to another wait for a grace period (the hook's detach, the channels'
  * close, the new channel vector's publication): inside the caller's own read-side section
  * they waited for themselves, for good. They refuse it with -EINVAL, nothing changed or
- * launched, as coffer_fini() does; outside the section all work. Run on a thread that the
+ * launched, as coffer_fini() does, and so does coffer_connect(), whose failure drops the
+ * runtime reference it took; outside the section all work. Run on a thread that the
  * test gives up on after a minute (then the process exits: a thread stuck in its section
  * would stall every later grace period).
  */
@@ -732,6 +735,9 @@ static void test_grace_period_calls_in_read_section(void **state)
 	assert_int_equal(x.blocking_rc, -EINVAL);
 	assert_int_equal(x.destroy_rc, -EINVAL);
 	assert_int_equal(x.disconnect_rc, -EINVAL);
+	/* a connect there, which failing would keep its runtime reference for good */
+	assert_int_equal(x.connect_rc, -EINVAL);
+	assert_int_equal(coffer_connect("/nonexistent/coffer.sock", &x.c), -ECONNREFUSED);
 	/* the message says so: no argument explains this -EINVAL */
 	assert_non_null(strstr(coffer_strerror(-EINVAL), "inside an RCU read-side section"));
 	/* nothing changed or launched: the connection and the EQs still work */
