@@ -906,6 +906,11 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags)
 
 	if ((flags & ~COFFER_EQ_FORCE) != 0)
 		return -EINVAL;
+	/* The hook's detach waits for a grace period, which a caller's read-side section
+	 * would hold up for good: refused up front, nothing changed, as coffer_fini() does
+	 * (test_grace_period_calls_in_read_section). */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	rc = coffer__eq_get(eqh, &eq);
 	if (rc != 0)
 		return rc;

@@ -1055,6 +1055,10 @@ static int chan_open(struct coffer__conn *conn, coffer_handle_t eqh)
 	int wfd, rc;
 	COFFER__NO_CANCEL(); /* round trips, a grace period (runtime/nocancel.h) */
 
+	/* Publishing the new channel vector waits for a grace period: inside the caller's
+	 * read-side section that wait never ended (test_grace_period_calls_in_read_section). */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	pthread_mutex_lock(&conn->chan_lock);
 	rc = atomic_load_explicit(&conn->dead, memory_order_relaxed);
 	if (rc)

@@ -790,6 +790,11 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh)
 
 	if (!connh || (path && !path[0])) /* "" would name Linux's abstract socket "\0" */
 		return -EINVAL;
+	/* A failed connect drops the runtime reference it took, and the last one must wait for
+	 * a grace period: inside the caller's read-side section it was kept for good (the
+	 * runtime never stopped). Refused up front, as coffer_disconnect() refuses there. */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	if (!path) {
 		rc = coffer__default_socket_path(defpath, sizeof(defpath));
 		if (rc < 0)
@@ -894,6 +899,13 @@ COFFER_API int coffer_disconnect(coffer_handle_t connh)
 	int zero = 0, rc;
 	COFFER__NO_CANCEL(); /* runtime/nocancel.h */
 
+	/* Closing the channels waits for a grace period, and the last connection's runtime
+	 * reference drains the handle hash and waits for the RCU callbacks: inside the
+	 * caller's read-side section the first would wait for itself, and the last was
+	 * silently kept (coffer_fini() refuses there). Refused up front, nothing changed
+	 * (test_grace_period_calls_in_read_section). */
+	if (coffer__rcu_read_ongoing())
+		return -EINVAL;
 	/* another thread's disconnect of the same handle may be the last one */
 	rc = coffer__global_lookup(connh, COFFER_HTYPE_CONN, &hh, &link);
 	if (rc < 0)

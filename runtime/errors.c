@@ -28,9 +28,12 @@ COFFER_API const char *coffer_strerror(int err)
 		       "not sealed in time, or not held by this connection)";
 	case EINVAL:
 		/* coffer_init()/coffer_connect() also say -EINVAL for a bad COFFER_* variable,
-		 * which no argument explains: coffer_env_check() names it. */
+		 * which no argument explains: coffer_env_check() names it; and the calls that
+		 * wait for a grace period (coffer_fini(), coffer_disconnect(),
+		 * coffer_eq_destroy(), a channel's open) say it inside a read-side section. */
 		return "invalid argument (or a handle of the wrong type, or a bad COFFER_* "
-		       "environment variable: coffer_env_check() names it)";
+		       "environment variable: coffer_env_check() names it, or a call that waits "
+		       "for an RCU grace period made inside an RCU read-side section)";
 	case EEXIST:
 		/* A create or put of an ID that exists says only this; the fix is a flag. */
 		return "object or key already exists (or a replacement of it is still being "

@@ -74,6 +74,7 @@ char coffer__rcu_cb_sync;
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static int setup_rc;
+static bool setup_ran; /* RELEASE at the end of setup(), ACQUIRE in coffer__rcu_setup() */
 
 static void atfork_prepare(void)
 {
@@ -115,7 +116,9 @@ static void setup(void)
 {
 	uint64_t percpu = 0;
 
-	/* COFFER_RCU_PERCPU: 0 or 1; anything else fails every coffer_init() of the process */
+	/* COFFER_RCU_PERCPU: 0 or 1. coffer__rcu_setup() refused a bad value before it got
+	 * here, so this one is bad only if the environment changed in between (setenv()
+	 * concurrent with coffer's first call, which getenv() does not allow). */
 	if (coffer__env_rcu_percpu(&percpu) != 0) {
 		setup_rc = -EINVAL;
 		return;
@@ -132,10 +135,25 @@ static void setup(void)
 	 * the price of one thread per CPU in the host. Failure leaves the default worker. */
 	if (percpu)
 		(void)urcu_bp_create_all_cpu_call_rcu_data(0);
+	/* release: pairs with the acquire in coffer__rcu_setup() (pthread_once() orders it
+	 * anyway for callers that pass through it; this is only the early check's skip) */
+	__atomic_store_n(&setup_ran, true, __ATOMIC_RELEASE);
 }
 
 int coffer__rcu_setup(void)
 {
+	uint64_t percpu = 0;
+
+	/*
+	 * A bad COFFER_RCU_PERCPU fails this call only, as every other COFFER_* variable fails
+	 * only the call that reads it: checked before the one-time set-up, which would
+	 * otherwise record the -EINVAL for good, so that a process that fixed its environment
+	 * (as coffer_env_check() told it to) still got -EINVAL from every coffer_init(),
+	 * coffer_connect() and coffer_htab_create() (test env_retry). Once the set-up ran the
+	 * variable is not read again (read once, at the runtime's start).
+	 */
+	if (!__atomic_load_n(&setup_ran, __ATOMIC_ACQUIRE) && coffer__env_rcu_percpu(&percpu) != 0)
+		return -EINVAL;
 	pthread_once(&setup_once, setup);
 	return setup_rc;
 }

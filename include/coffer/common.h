@@ -11,6 +11,15 @@
  *    timeout, so a host's periodic signals (a profiler's SIGPROF) change nothing;
  *  - any thread may call any function unless its Context says otherwise; coffer registers
  *    threads it has not seen with liburcu on first use (urcu-bp, see runtime/rcu.c);
+ *  - signal handlers: only coffer_strerror() is async-signal-safe. Every other function
+ *    may take a mutex or a spinlock, allocate, or register the thread with liburcu, so a
+ *    handler that calls one while it interrupted a coffer call on the same thread can
+ *    deadlock on that call's lock: hand the work to a thread instead (a signalfd, a pipe);
+ *  - fork(): the first call that starts coffer (coffer_init(), coffer_connect(),
+ *    coffer_htab_create()) installs fork handlers, so a child forked at any moment, from any
+ *    thread, can go on using coffer: its tables, handles, EQs and events (coffer_eq_create()),
+ *    not its connections, which are dead there (coffer_connect()): it connects again
+ *    (test_runtime test_fork, test_eq test_fork_while_eq_locked, test_client test_fork_*);
  *  - thread cancellation: no coffer function is a cancellation point. Each one turns
  *    cancellation off (pthread_setcancelstate()) around whatever it does that could act on a
  *    cancel request (sleeping in coffer_eq_poll(), coffer_event_test() or a blocking
@@ -64,7 +73,10 @@ typedef struct {
  *
  * Return: 0; -ENOMEM; -EINVAL (COFFER_HHASH_BUCKETS_LOG2 or COFFER_HHASH_LOCKS_LOG2 is set
  * but not a decimal number in 1..26, or the locks exceed the buckets; COFFER_RCU_PERCPU set
- * to anything but 0 or 1).
+ * to anything but 0 or 1). The -EINVAL holds only while the variable is bad: fix it
+ * (coffer_env_check() names it) and call again. Each variable is read until the first
+ * call that succeeds (COFFER_RCU_PERCPU: until the process's first call that starts
+ * coffer, coffer_htab_create() included), never after.
  * (Every call that starts the runtime on its own, such as coffer_connect(), returns it too.)
  * Context: any thread, thread-safe; must not be called inside an RCU read-side section.
  */

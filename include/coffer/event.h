@@ -91,10 +91,11 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh);
  * -ENOENT, coffer_event_fini() still works (and is still required).
  * Return: 0; -EBUSY (without COFFER_EQ_FORCE: events running, or completed and not yet
  *         polled; nothing changed); -ENOENT (destroyed, being destroyed by another thread,
- *         or never issued); -EINVAL (bad handle, unknown @flags bit, not initialised).
- * Context: any thread; not inside a read-side section or a progress hook (it may wait for a
- *         grace period). With COFFER_EQ_FORCE it blocks until the running events complete;
- *         something must complete them (the progress hook, or other threads).
+ *         or never issued); -EINVAL (bad handle, unknown @flags bit, not initialised, or
+ *         called inside an RCU read-side section: nothing changed).
+ * Context: any thread; not inside a read-side section (refused: it may wait for a grace
+ *         period) or a progress hook. With COFFER_EQ_FORCE it blocks until the running
+ *         events complete; something must complete them (the progress hook, or other threads).
  * Source: DAOS daos_eq_destroy() (whose FORCE aborts; coffer cannot abort a store request,
  *         so it drains).
  */

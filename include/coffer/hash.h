@@ -99,8 +99,10 @@ struct coffer_htab;
  * @params: creation parameters, or NULL for all defaults.
  * @ops: key and record operations; copied. hop_key_hash, hop_key_cmp, hop_rec_free required.
  * @tabp: out: the table.
- * Return: 0; -EINVAL (bad parameters or missing ops); -ENOMEM.
- * Context: any thread.
+ * Return: 0; -EINVAL (bad parameters or missing ops; or, at the process's first call that
+ *         starts coffer, COFFER_RCU_PERCPU set to anything but 0 or 1: see coffer_init());
+ *         -ENOMEM.
+ * Context: any thread; needs no coffer_init().
  * Lifetime: until coffer_htab_destroy() succeeds.
  */
 COFFER_API int coffer_htab_create(const struct coffer_htab_params *params,
@@ -262,7 +264,8 @@ struct coffer_hhash;
 /**
  * coffer_hhash_create() - create a handle hash (a coffer_htab keyed by cookie).
  * @params: as coffer_htab_create(); @params->priv is ignored. @hhp: out.
- * Return: 0; -EINVAL; -ENOMEM. Context: any thread.
+ * Return: 0; -EINVAL (NULL @hhp, bad parameters, or a bad COFFER_RCU_PERCPU, as
+ * coffer_htab_create()); -ENOMEM. Context: any thread.
  */
 COFFER_API int coffer_hhash_create(const struct coffer_htab_params *params,
 				   struct coffer_hhash **hhp);

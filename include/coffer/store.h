@@ -123,12 +123,16 @@ struct coffer_store_info {
  * Environment (read here): COFFER_BATCH (requests queued before they are published without
  * a poll or flush; 1..4096, default 32; 8 already while the store is awake on the channel),
  * COFFER_MAP_POPULATE (1 = pre-fill page tables, the default; 0 = do not), COFFER_POLL_SPIN_US
- * (busy-poll before a poller sleeps, 0..1000000, default 50; read by the first connect),
+ * (busy-poll before a poller sleeps, microseconds, 0..1000000, default 50; every connect checks
+ * it, but the value used is what the process's first poller to spin reads, once: do not
+ * change it after the first connect),
  * COFFER_STORE_TIMEOUT_MS (see "Liveness" above; 100..3600000, default 10000).
  *
- * Return: 0; -EINVAL (@connh NULL, @path "", or one of those variables set to anything but a
- * decimal number in its range); -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
- * bytes); -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
+ * Return: 0; -EINVAL (@connh NULL, @path "", one of those variables set to anything but a
+ * decimal number in its range, or called inside an RCU read-side section);
+ * -ENAMETOOLONG (@path, or $COFFER_SOCKET, longer than 107
+ * bytes; or, @path NULL, $XDG_RUNTIME_DIR so long that "$XDG_RUNTIME_DIR/coffer.sock" is);
+ * -ECONNREFUSED (no store at @path: nothing there, a path through a regular file, a
  * socket of another type, or nothing listening);
  * -EACCES (not the store's user or group: refused by the store or by the file system);
  * -EMFILE (the store, or this process, is out of file descriptors; retry later); -ENFILE (the
@@ -168,10 +172,12 @@ COFFER_API int coffer_connect(const char *path, coffer_handle_t *connh);
  * coffer_fini() finds nothing of the connection layer left (destroy your EQs first).
  *
  * Return: 0; -ENOENT (no such connection, or already disconnected); -EINVAL (not a
- * connection handle, or the runtime is not initialised).
+ * connection handle, the runtime is not initialised, or called inside an RCU read-side
+ * section: nothing changed, the connection stays).
  * Context: any thread; blocks (joins the monitor, waits an RCU grace period, and ends a
  * control exchange another thread has in progress on the socket: that call returns
- * -ENOTCONN); must not be inside an RCU read-side section nor inside an EQ progress hook.
+ * -ENOTCONN); must not be inside an RCU read-side section (refused, see above) nor inside an
+ * EQ progress hook.
  * Lifetime: the connection's memory is freed after a grace period once no lookup holds it.
  */
 COFFER_API int coffer_disconnect(coffer_handle_t connh);
@@ -267,7 +273,10 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *    (the EQ's channel to this connection is full: 512 requests in flight, or fewer when
  *    the store caps its rings (max_ring_entries); a bulk call needs one slot per request;
  *    poll the EQ, then retry), -EBUSY (the event is not READY), -EINVAL (uninitialised
- *    event, or a parent event one of whose children is not launched yet).
+ *    event, or a parent event one of whose children is not launched yet), -ENOENT (the
+ *    event's EQ was destroyed, or is being destroyed: coffer_eq_destroy() refuses every
+ *    launch from then on, whether or not the EQ had a channel to this connection; on a
+ *    call through an object handle this -ENOENT reads like a closed handle's).
  *  - A bulk call (get_bulk, release_oid_bulk, release_data_bulk, reserve), blocking or not,
  *    of more requests than the channel's ring holds fails with -EINVAL, nothing sent: it
  *    could never be queued. Only a store that caps max_ring_entries below @n does that
@@ -293,8 +302,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  *  - Context: any thread; not inside an RCU read-side section; with @ev NULL not inside an
  *    EQ progress hook. The first call per (connection, EQ) opens the channel (one control
  *    round trip on the socket: even with an event it then waits for the store, up to
- *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one). Opening it can
- *    fail, nothing launched, with -EMFILE (see below), -ENOMEM (here or in the store),
+ *    COFFER_STORE_TIMEOUT_MS, and returns -ETIMEDOUT from a stopped one; and a grace
+ *    period). Opening it can fail, nothing launched, with -EINVAL (called inside an RCU
+ *    read-side section), -EMFILE (see below), -ENOMEM (here or in the store),
  *    -EPROTO (the store's rings cannot be mapped safely, e.g. passed read-only), -ETIMEDOUT,
  *    -ENOTCONN, or -ENOENT (the EQ is being destroyed).
  *  - A thread's first blocking call (@ev NULL) creates its hidden EQ: it can fail as

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -572,6 +573,186 @@ static int wait_ev(coffer_handle_t eq, struct coffer_event *ev)
 				return ev->ev_error;
 	}
 	return -ETIMEDOUT;
+}
+
+/*
+ * -ENAMETOOLONG: a Unix socket path holds 107 bytes. Said for @path and $COFFER_SOCKET, and
+ * for the default path that coffer_connect(NULL) makes from $XDG_RUNTIME_DIR, which the
+ * store.h comment did not list (docaudit). 107 bytes still go through to connect(2).
+ */
+static void test_connect_path_too_long(void **state)
+{
+	char *old_sock = getenv("COFFER_SOCKET") ? strdup(getenv("COFFER_SOCKET")) : NULL;
+	char *old_xdg = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+	char path[200], top[] = "/tmp/coffer-xdg-XXXXXX", xdg[200];
+	coffer_handle_t c;
+	size_t n;
+
+	(void)state;
+	/* 108 bytes: too long; 107: a path nothing listens on */
+	memset(path, 'a', sizeof(path));
+	path[0] = '/';
+	path[108] = '\0';
+	assert_int_equal(coffer_connect(path, &c), -ENAMETOOLONG);
+	path[107] = '\0';
+	assert_int_equal(coffer_connect(path, &c), -ECONNREFUSED);
+	/* the same through $COFFER_SOCKET */
+	path[107] = 'a';
+	assert_int_equal(setenv("COFFER_SOCKET", path, 1), 0);
+	assert_int_equal(coffer_connect(NULL, &c), -ENAMETOOLONG);
+	/* the default path in an existing $XDG_RUNTIME_DIR whose name leaves no room for
+	 * "/coffer.sock" */
+	assert_int_equal(unsetenv("COFFER_SOCKET"), 0);
+	assert_non_null(mkdtemp(top));
+	n = (size_t)snprintf(xdg, sizeof(xdg), "%s/", top);
+	memset(xdg + n, 'd', 100 - n);
+	xdg[100] = '\0';
+	assert_int_equal(mkdir(xdg, 0700), 0);
+	assert_int_equal(setenv("XDG_RUNTIME_DIR", xdg, 1), 0);
+	assert_int_equal(coffer_connect(NULL, &c), -ENAMETOOLONG);
+	assert_int_equal(rmdir(xdg), 0);
+	assert_int_equal(rmdir(top), 0);
+	if (old_sock)
+		assert_int_equal(setenv("COFFER_SOCKET", old_sock, 1), 0);
+	if (old_xdg)
+		assert_int_equal(setenv("XDG_RUNTIME_DIR", old_xdg, 1), 0);
+	else
+		assert_int_equal(unsetenv("XDG_RUNTIME_DIR"), 0);
+	free(old_sock);
+	free(old_xdg);
+}
+
+/*
+ * An event whose EQ was destroyed is refused by every object call with -ENOENT, nothing
+ * sent: when the EQ had a channel to the connection (the launch refuses) and when it had
+ * none (the channel's open refuses). store.h's list of an @ev call's refusals did not name
+ * it (docaudit), and through an object handle it reads like a closed handle's -ENOENT.
+ */
+static void test_launch_on_destroyed_eq(void **state)
+{
+	struct tctx *t = *state;
+	coffer_handle_t c, eq, oh;
+	struct coffer_event ev;
+	struct coffer_oid oid, ids[2];
+	struct coffer_obj_buf bufs[2];
+	const void *rd;
+	void *wr[2];
+	bool present = true;
+
+	make_oid(&oid, 77, 1);
+	ids[0] = ids[1] = oid;
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	for (int had_channel = 0; had_channel < 2; had_channel++) {
+		assert_int_equal(coffer_eq_create(&eq), 0);
+		assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+		if (had_channel) {
+			assert_int_equal(coffer_obj_contains(c, &oid, &present, &ev), 0);
+			assert_int_equal(wait_ev(eq, &ev), 0);
+			assert_false(present);
+		}
+		assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+		assert_int_equal(coffer_obj_contains(c, &oid, &present, &ev), -ENOENT);
+		assert_int_equal(coffer_obj_create_oid(c, &oid, 8, 0, &wr[0], &ev), -ENOENT);
+		assert_int_equal(coffer_obj_create(oh, 8, 0, &wr[0], &ev), -ENOENT);
+		assert_int_equal(coffer_obj_get(oh, 0, &rd, NULL, &ev), -ENOENT);
+		assert_int_equal(coffer_obj_get_bulk(c, ids, 2, 0, bufs, &ev), -ENOENT);
+		assert_int_equal(coffer_obj_reserve(c, 64, 2, wr, &ev), -ENOENT);
+		assert_null(wr[0]);
+		assert_int_equal(coffer_flush(c), 0);
+		assert_int_equal(coffer_event_fini(&ev), 0);
+	}
+	/* nothing was sent: no object, no reservation */
+	assert_int_equal(coffer_obj_contains(c, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+}
+
+struct in_section {
+	coffer_handle_t c, eq, eq2;
+	struct coffer_event ev2;
+	int open_rc, blocking_rc, destroy_rc, disconnect_rc, connect_rc;
+	atomic_int done;
+};
+
+static void *calls_in_section(void *arg)
+{
+	struct in_section *x = arg;
+	struct coffer_oid oid;
+	coffer_handle_t c;
+	bool present;
+
+	make_oid(&oid, 78, 2);
+	coffer_rcu_read_lock();
+	/* a channel to open for a second EQ, and for this thread's hidden EQ */
+	x->open_rc = coffer_obj_contains(x->c, &oid, &present, &x->ev2);
+	x->blocking_rc = coffer_obj_contains(x->c, &oid, &present, NULL);
+	x->destroy_rc = coffer_eq_destroy(x->eq, 0);
+	x->disconnect_rc = coffer_disconnect(x->c);
+	x->connect_rc = coffer_connect("/nonexistent/coffer.sock", &c);
+	coffer_rcu_read_unlock();
+	atomic_store(&x->done, 1);
+	return NULL;
+}
+
+/*
+ * coffer_eq_destroy() of an EQ with a channel, coffer_disconnect() and an object call that
+ * opens a channel next to another wait for a grace period (the hook's detach, the channels'
+ * close, the new channel vector's publication): inside the caller's own read-side section
+ * they waited for themselves, for good. They refuse it with -EINVAL, nothing changed or
+ * launched, as coffer_fini() does, and so does coffer_connect(), whose failure drops the
+ * runtime reference it took; outside the section all work. Run on a thread that the
+ * test gives up on after a minute (then the process exits: a thread stuck in its section
+ * would stall every later grace period).
+ */
+static void test_grace_period_calls_in_read_section(void **state)
+{
+	struct tctx *t = *state;
+	struct in_section x = {0};
+	struct coffer_event ev;
+	struct coffer_oid oid;
+	bool present = true;
+	pthread_t th;
+
+	make_oid(&oid, 78, 1);
+	assert_int_equal(coffer_connect(t->store.sock, &x.c), 0);
+	assert_int_equal(coffer_eq_create(&x.eq), 0);
+	assert_int_equal(coffer_event_init(&ev, x.eq, NULL), 0);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0); /* opens a channel */
+	assert_int_equal(wait_ev(x.eq, &ev), 0);
+	assert_int_equal(coffer_eq_create(&x.eq2), 0);
+	assert_int_equal(coffer_event_init(&x.ev2, x.eq2, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, calls_in_section, &x), 0);
+	for (int i = 0; i < 6000 && !atomic_load(&x.done); i++)
+		usleep(10000);
+	if (!atomic_load(&x.done)) {
+		fprintf(stderr, "a call inside a read-side section never returned\n");
+		_exit(1);
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(x.open_rc, -EINVAL);
+	assert_int_equal(x.blocking_rc, -EINVAL);
+	assert_int_equal(x.destroy_rc, -EINVAL);
+	assert_int_equal(x.disconnect_rc, -EINVAL);
+	/* a connect there, which failing would keep its runtime reference for good */
+	assert_int_equal(x.connect_rc, -EINVAL);
+	assert_int_equal(coffer_connect("/nonexistent/coffer.sock", &x.c), -ECONNREFUSED);
+	/* the message says so: no argument explains this -EINVAL */
+	assert_non_null(strstr(coffer_strerror(-EINVAL), "inside an RCU read-side section"));
+	/* nothing changed or launched: the connection and the EQs still work */
+	assert_int_equal(coffer_eq_query(x.eq2, COFFER_EQR_ALL, 0, NULL), 0);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &ev), 0);
+	assert_int_equal(wait_ev(x.eq, &ev), 0);
+	assert_false(present);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, &x.ev2), 0);
+	assert_int_equal(wait_ev(x.eq2, &x.ev2), 0);
+	assert_int_equal(coffer_obj_contains(x.c, &oid, &present, NULL), 0);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_event_fini(&x.ev2), 0);
+	assert_int_equal(coffer_eq_destroy(x.eq, 0), 0);
+	assert_int_equal(coffer_eq_destroy(x.eq2, 0), 0);
+	assert_int_equal(coffer_disconnect(x.c), 0);
 }
 
 static void test_async_basic(void **state)
@@ -3996,6 +4177,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_blocking_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_connect_path_too_long, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_launch_on_destroyed_eq, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grace_period_calls_in_read_section, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_flush_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cookies_exhausted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_blocking_after_last_disconnect, setup, teardown),
