@@ -699,6 +699,31 @@ static int conn_connect_errno(int err)
 }
 
 /*
+ * The connect's last try once its time is up: room the listener made meanwhile still counts,
+ * as an answer that came meanwhile does for a control message (coffer__recv_fds()). A client
+ * stopped (SIGSTOP, ^Z) past COFFER_STORE_TIMEOUT_MS while it waited for room in a full
+ * backlog gets EINTR once continued (signal(7)); it used to give up with -ETIMEDOUT on a
+ * store that had taken its queue meanwhile (test_connect_room_while_stopped). A Unix connect
+ * has no per-call MSG_DONTWAIT: O_NONBLOCK is set for the try and cleared after, which is
+ * safe on @fd, a socket no other process or thread holds yet. Return: connect(2)'s (errno
+ * EAGAIN: still no room).
+ */
+static int conn_connect_last_try(int fd, const struct sockaddr_un *sa)
+{
+	int fl = fcntl(fd, F_GETFL), rc, err;
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	err = errno;
+	(void)fcntl(fd, F_SETFL, fl);
+	errno = err;
+	return rc;
+}
+
+/*
  * Opens @conn's socket to @path and connects it. The fd is in conn->sock from socket() on,
  * set under coffer__client_lock (which fork-prepare takes): a fork at any moment of the
  * connect finds it there, and the child closes it (test_fork_during_connect). Return: 0;
@@ -737,10 +762,12 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 		do
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		while (rc < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+		if (!retry)
+			rc = conn_connect_last_try(fd, &sa);
 		err = errno;
 		coffer__sock_wait_end(&w);
 		if (rc < 0)
-			rc = conn_connect_errno(retry ? err : EAGAIN);
+			rc = conn_connect_errno(err); /* the last try's EAGAIN: -ETIMEDOUT */
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);
