@@ -58,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/client.h"
@@ -384,6 +385,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	struct coffer_msg_hdr hdr;
 	int got_fds[COFFER_MSG_FDS_MAX];
 	unsigned int ngot, i;
+	struct timespec start;
 	long n;
 	int rc = -EPROTO;
 	COFFER__NO_CANCEL(); /* ctl_lock held across sendmsg/recvmsg (runtime/nocancel.h) */
@@ -402,6 +404,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		rc = -ENOTCONN;
 		goto out;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &start); /* the exchange's one deadline runs from here */
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
 	if (n == -EAGAIN) {
@@ -418,12 +421,15 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		rc = ctl_refusal(conn->sock, type);
 		goto out;
 	}
-	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
+	/* Skip anything unsolicited (bounded: a confused store cannot keep us here), all within
+	 * one timeout counted from the send: each receive used to start it afresh, so a store
+	 * dribbling 15 unsolicited messages, each just inside the timeout, stretched one call
+	 * to 16 timeouts (test_ctl_unsolicited_one_deadline). */
 	for (int tries = 0; tries < 16; tries++) {
 		size_t kept;
 
 		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
-					  COFFER_MSG_FDS_MAX, 0, &kept);
+					  COFFER_MSG_FDS_MAX, 0, &start, &kept);
 		if (n == -EMFILE && nfds == 0) {
 			/* fds where our reply takes none (the kernel could not even install them:
 			 * we are at our fd limit): a malformed reply, not our shortage

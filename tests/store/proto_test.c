@@ -197,7 +197,7 @@ static void test_fd_passing_at_limit(void **state)
 		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 		memset(buf, 0, sizeof(buf));
 		assert_int_equal(
-		    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
+		    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, NULL, &kept),
 		    -EMFILE);
 		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 		assert_int_equal(nfds, 0);
@@ -207,8 +207,8 @@ static void test_fd_passing_at_limit(void **state)
 	}
 	/* Not at the limit: the same message arrives whole, and kept says nothing. */
 	assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
-	assert_int_equal(coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
-			 3);
+	assert_int_equal(
+	    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, NULL, &kept), 3);
 	assert_int_equal(nfds, 2);
 	assert_int_equal(kept, 0);
 	close(fds[0]);
