@@ -465,9 +465,10 @@ static void eq_ring(struct coffer_eq *eq)
  * until it writes - for ever, if it never does, holding the poller
  * (test_wake_fd_made_blocking). RWF_NOWAIT makes this one read non-blocking, so there is no
  * flag for the peer to race with. Kernels before 5.12 refuse RWF_NOWAIT on an eventfd
- * (EOPNOTSUPP: it had no read_iter then): there a zero-timeout poll(2) guards the read,
- * which leaves a store that empties the counter between our poll and our read able to
- * block that one read (docs/protocol.md, "Shared eventfds").
+ * (EOPNOTSUPP: it had no read_iter then; older ones lack preadv2 or the flag): there a
+ * zero-timeout poll(2) guards the read, which leaves a store that empties the counter
+ * between our poll and our read able to block that one read (docs/protocol.md, Channels,
+ * "Reply doorbell").
  */
 static void eq_read_nowait(int fd)
 {
@@ -475,7 +476,7 @@ static void eq_read_nowait(int fd)
 	uint64_t v;
 	struct iovec iov = {.iov_base = &v, .iov_len = sizeof(v)};
 
-	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno != EOPNOTSUPP)
+	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno == EAGAIN)
 		return; /* EAGAIN: another poller (or the store) drained it first */
 	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: drained since */
