@@ -168,6 +168,26 @@ static void eq_all_del(struct coffer_eq *eq)
 	pthread_mutex_unlock(&eq_all_mu);
 }
 
+/* coffer__eq_close_hash(): see event_internal.h. */
+void coffer__eq_close_hash(const struct coffer_hhash *hh)
+{
+	pthread_mutex_lock(&eq_all_mu);
+	for (struct coffer_eq *eq = eq_all_head; eq != NULL; eq = eq->eq_all_next) {
+		/* relaxed (paired with nothing): an EQ still being created may show NULL (it
+		 * then finds the hash unpublished and fails, or inserts into a later runtime's
+		 * hash), @hh (its create sees the unpublish after the insert and fails: closing
+		 * it is harmless) or a later runtime's hash (not ours to close). */
+		if (__atomic_load_n(&eq->eq_hh, __ATOMIC_RELAXED) != hh)
+			continue; /* an EQ of a later runtime (coffer_init() again) */
+		/* seq_cst: the waker's half of the sleeper handshake, as in coffer_eq_destroy():
+		 * a poller either sees CLOSING before it sleeps, or is counted in eq_sleepers
+		 * when we look, and its eventfd is written. */
+		atomic_fetch_or_explicit(&eq->eq_word, COFFER__EQW_CLOSING, memory_order_seq_cst);
+		coffer__eq_wake_sleepers(eq);
+	}
+	pthread_mutex_unlock(&eq_all_mu);
+}
+
 void coffer__eq_atfork_prepare(void)
 {
 	pthread_mutex_lock(&eq_all_mu);
@@ -813,7 +833,10 @@ COFFER_API int coffer_eq_create(coffer_handle_t *eqh)
 	 */
 	coffer__rcu_read_lock();
 	hh = coffer_hhash_global();
-	eq->eq_hh = hh;
+	/* relaxed atomic: coffer__eq_close_hash() reads it (under eq_all_mu, which does not
+	 * order this store) to tell the stopping runtime's EQs from a later one's; any value it
+	 * sees is right, see there */
+	__atomic_store_n(&eq->eq_hh, hh, __ATOMIC_RELAXED);
 	rc = hh == NULL ? -EINVAL
 			: coffer_hhash_insert(hh, &eq->eq_link, COFFER_HTYPE_EQ, &eq->eq_handle);
 	if (rc == 0 && coffer_hhash_global() != hh) {

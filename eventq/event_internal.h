@@ -105,6 +105,20 @@ int coffer__eq_wake_fd(coffer_handle_t eqh);
 int coffer__eq_kick(coffer_handle_t eqh);
 
 /*
+ * coffer__eq_close_hash() - the last coffer_fini() stops the runtime whose handle hash is
+ * @hh: mark every EQ created in it CLOSING, as coffer_eq_destroy() does, and wake the
+ * pollers sleeping on them (they return -ENOENT). Without this a poller sleeping with no
+ * timeout on an EQ its program never destroyed slept for good: the drain releases the EQ's
+ * handle, so no later call can reach the EQ to destroy it or complete anything on it.
+ * Launches on those EQs then fail with -ENOENT; events on them can still be tested and
+ * finalised. The hook stays attached (the EQ's free releases it).
+ * Context: runtime/init.c only, after @hh was unpublished and before it is destroyed; takes
+ * the EQ list's lock (a leaf here) and writes eventfds; not inside a read-side section.
+ */
+struct coffer_hhash;
+void coffer__eq_close_hash(const struct coffer_hhash *hh);
+
+/*
  * Fork handlers of the event queues, called by runtime/rcu.c in its fixed order (after the
  * call_rcu workers are parked: an EQ's free, which may run in a callback, takes the list
  * lock): prepare takes the EQ list's lock and every EQ's reap and registry locks, parent

@@ -34,6 +34,7 @@
 #include <coffer/common.h>
 #include <coffer/hash.h>
 
+#include "eventq/event_internal.h"
 #include "runtime/env.h"
 #include "runtime/nocancel.h"
 #include "runtime/rcu.h"
@@ -123,6 +124,9 @@ static int runtime_put(bool user)
 	}
 	pthread_mutex_unlock(&init_mu);
 	if (hh) {
+		/* EQs the program did not destroy close now, waking their sleeping pollers: once
+		 * their handles are drained nothing could reach them (coffer/common.h). */
+		coffer__eq_close_hash(hh);
 		/* Drain: remaining handles are released; records their users still hold are
 		 * freed when released (see coffer_htab_destroy). Cannot fail: not in a read-side
 		 * section, drain set. */

@@ -77,6 +77,14 @@ COFFER_API int coffer_init(void);
  * pending RCU callbacks (rcu_barrier()). Threads that made blocking calls may outlive it
  * (a thread pool joined after shutdown): each one's hidden EQ of blocking calls is released
  * when it exits, and the destroyed hash's memory goes with the last of them.
+ * EQs the program did not destroy are closed by the last call as coffer_eq_destroy() closes
+ * one: threads sleeping in coffer_eq_poll() on them (any timeout, -1 included) wake and
+ * return -ENOENT, launches on their events fail with -ENOENT, and every later call taking
+ * their handles returns -EINVAL (not initialised). Their events stay initialised and must
+ * still be finalised with coffer_event_fini(), which needs no runtime (coffer/event.h).
+ * Nothing is refused while EQs or events remain: a shutdown under traffic ends every
+ * thread's wait with an error instead of leaving one asleep (examples/ckpt.c does it with
+ * threads still submitting; tests/eventq/test_eq.c test_fini_wakes_sleeping_pollers).
  *
  * Return: 0, or -EINVAL when the runtime is not initialised or this call has no successful
  * coffer_init() left to balance (one coffer_fini() too many; the references connections

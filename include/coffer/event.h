@@ -7,6 +7,14 @@
  * READY -> RUNNING (launched) -> COMPLETED -> READY (after it was returned by poll or test).
  * The operation's result is in ev_error (0 or a negative errno).
  *
+ * There is no coffer_event_abort() (DAOS's daos_event_abort()), by design: a request in
+ * the store's ring cannot be taken back, so a launched event always completes with its
+ * request's answer. To end what waits: a get waiting for a seal ends at its timeout, at
+ * the seal, or at coffer_disconnect() (-ENOTCONN); an unsealed create is discarded with
+ * coffer_obj_abort() (launched after it on the same EQ, it is ordered after it, coffer/store.h
+ * "Order"); coffer_eq_destroy(COFFER_EQ_FORCE) waits for running events instead of aborting
+ * them.
+ *
  * Source: DAOS daos_eq_create/daos_eq_poll/daos_event_init (src/client/api/event.c).
  */
 #ifndef COFFER_EVENT_H
@@ -110,7 +118,8 @@ COFFER_API int coffer_eq_destroy(coffer_handle_t eqh, unsigned int flags);
  * events from it).
  * Return: the number of events stored (0 on timeout, never a stale event); -EINVAL (@n 0,
  *         @events NULL, bad handle, not initialised); -ENOENT (destroyed, never issued, or
- *         destroyed while this call waited).
+ *         destroyed while this call waited: by coffer_eq_destroy(), or by the last
+ *         coffer_fini(), which closes every EQ left, see coffer/common.h).
  * Context: any thread; any number of threads may poll one EQ concurrently. Not a
  *         cancellation point (coffer/common.h): a thread cancelled while it sleeps here is
  *         cancelled after the call returns (timeout, completion, destroy).
@@ -146,7 +155,10 @@ COFFER_API int coffer_eq_query(coffer_handle_t eqh, unsigned int query, unsigned
 /**
  * coffer_event_init() - initialise an event, on an EQ or as a child of a parent event.
  * @ev: the event (caller's memory, never-initialised memory is fine). An event that is
- *         already initialised and not running is finalised first (re-initialisation).
+ *         already initialised and not running is finalised first (re-initialisation); "not
+ *         running" includes COMPLETED: a completion not yet polled is taken off its EQ and
+ *         never returned by a poll, its ev_error left as it was (only a RUNNING event is
+ *         -EBUSY, unlike a relaunch, which needs READY).
  * @eqh: the EQ the event completes on. Ignored for a child (COFFER_HANDLE_NULL or the
  *         parent's EQ accepted; another EQ is -EINVAL).
  * @parent: NULL, or an initialised, READY event that is not itself a child. The child shares

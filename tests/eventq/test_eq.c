@@ -484,6 +484,44 @@ static void test_destroy_wakes_pollers(void **state)
 	}
 }
 
+/*
+ * The last coffer_fini() with EQs still alive (a shutdown while threads poll): pollers that
+ * sleep with no timeout on such an EQ return -ENOENT, as they do when their EQ is destroyed.
+ * Nothing could wake them before (user18's ckpt example hung there): fini released the EQ's
+ * handle without waking anyone, and with the runtime gone no call could reach the EQ again
+ * (coffer_eq_destroy() answers -EINVAL). Its events can still be finalised, and no longer
+ * launched.
+ */
+static void test_fini_wakes_sleeping_pollers(void **state)
+{
+	struct sleeper s[2];
+	struct coffer_event ev;
+	struct timespec until;
+	coffer_handle_t eqh;
+	int i;
+
+	(void)state;
+	assert_int_equal(coffer_init(), 0);
+	eqh = new_eq();
+	assert_int_equal(coffer_event_init(&ev, eqh, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		s[i].eqh = eqh;
+		s[i].rc = 1;
+		assert_int_equal(pthread_create(&s[i].tid, NULL, sleeper_main, &s[i]), 0);
+	}
+	sleep_ms(50); /* both asleep in ppoll() (a late one finds no runtime: -EINVAL) */
+	assert_int_equal(coffer_fini(), 0);
+	assert_null(coffer_hhash_global());
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20; /* a poller left asleep fails the test instead of hanging it */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_timedjoin_np(s[i].tid, NULL, &until), 0);
+		assert_true(s[i].rc == -ENOENT || s[i].rc == -EINVAL);
+	}
+	assert_int_equal(coffer__event_launch(&ev), -ENOENT);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+}
+
 static void test_query(void **state)
 {
 	coffer_handle_t eqh = new_eq();
@@ -1794,6 +1832,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_uninitialised),
+	    cmocka_unit_test(test_fini_wakes_sleeping_pollers),
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	    T(test_create_destroy_handles),
 	    T(test_launch_complete_poll),

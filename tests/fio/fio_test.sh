@@ -122,6 +122,20 @@
 #                 file still reads back after it, with coffer_put=1 as with 0. Before, the
 #                 pool reserved 32 blocks of 64 KiB (sized by size=2m, not number_ios=),
 #                 which are not evictable, and evicted the file's first blocks: ENOENT
+#   trim-verify-zero  trim_percentage=50 with trim_verify_zero=1: the blocks fio trimmed
+#                 read back as zeros (the trim deleted them) and the job passes; before,
+#                 ENOENT under the default coffer_missing=error. Never-written blocks
+#                 still fail
+#   overlap-notice  a job whose blocks may overlap at different offsets (random writes
+#                 aligned below their size, reads of another size than the writes) says
+#                 once per job that a read gets the block at its own offset, whole; jobs
+#                 of one shape say nothing. Before, stale blocks passed unmentioned
+#   fsync-on-close  fsync_on_close=1 with files closed before the job's end (nrfiles=8,
+#                 file_service_type=sequential) writes and verifies every block; before,
+#                 fio's fsync(2) of the file's descriptor (-1) failed the first close with
+#                 EBADF (error 9), silently, after 48 KiB
+#   sync-latency  a sync (fsync=1 at iodepth 1) reports its own latency, below a write's;
+#                 before, the stale issue time of its io_u's previous use, above a write's
 #   prefill-busy  coffer_prefill=1 while another client is still writing a block of the file
 #                 (created, not sealed yet: what a second job prefilling the same file
 #                 looks like): the prefill waits for that seal, so no read fails with ENOENT
@@ -1149,8 +1163,128 @@ case_put_number_ios() {
 	say "4 writes (number_ios=4) into a 7 MiB file in an 8 MiB store left every block readable, by create + seal and by put"
 }
 
+# A sync (fsync=1 at iodepth 1: every write is done when it comes) completes at once in the
+# engine's queue, so its latency is below a write's, a round trip to the store. The engine
+# stamps fio's issue times itself (FIO_ASYNCIO_SETS_ISSUE_TIME), and before, it left a
+# sync's stale: its latency ran from the io_u's previous use, above the write's own (fsync=4
+# randwrite at iodepth 8: mean ~1 ms, max 133 ms, where psync's syncs take ~1.3 us).
+case_sync_latency() {
+	local rc put sync_lat write_lat
+	start_store 64M
+	for put in 0 1; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="lat$put" --coffer_put=$put \
+			--name=l --rw=write --bs=4k --size=2m --iodepth=1 --fsync=1 \
+			--output-format=json --output="$work/l$put.json" >"$work/l$put.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/l$put.log"
+		[ "$rc" -eq 0 ] || fail "coffer_put=$put fsync=1: $(cat "$work/l$put.log")"
+		[ "$(jq '.jobs[0].sync.lat_ns.N' "$work/l$put.json")" -gt 0 ] || fail "no sync was issued"
+		sync_lat=$(jq '.jobs[0].sync.lat_ns.mean | floor' "$work/l$put.json")
+		write_lat=$(jq '.jobs[0].write.clat_ns.mean | floor' "$work/l$put.json")
+		[ "$sync_lat" -lt "$write_lat" ] ||
+			fail "coffer_put=$put: a sync that waits for nothing took $sync_lat ns on average, a write $write_lat ns: the sync's issue time is stale"
+		say "coffer_put=$put: syncs mean $sync_lat ns, writes $write_lat ns"
+	done
+}
+
+# trim_percentage with trim_verify_zero=1: fio trims some of the blocks it wrote and reads
+# them back expecting zeros (a device that zeroes discarded blocks). A trim deletes the
+# block's object, so the engine must read such a block (fio flags the read
+# IO_U_F_TRIMMED) as zeros, whatever coffer_missing says. Before, the job failed with
+# ENOENT under the default coffer_missing=error. A read fio does not flag stays a read of
+# a missing block.
+case_trim_verify_zero() {
+	local rc idx
+	start_store 64M
+	for idx in 1 0; do
+		fio_engine --coffer_socket="$sock" --coffer_namespace="tz$idx" --coffer_index=$idx \
+			--name=t --rw=trimwrite --bs=4k --size=1m --iodepth=4 --trim_percentage=50 \
+			--trim_verify_zero=1 --trim_backlog=8 --verify=crc32c --verify_fatal=1 \
+			--output-format=json --output="$work/t$idx.json" >"$work/t$idx.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/t$idx.log"
+		[ "$rc" -eq 0 ] ||
+			fail "coffer_index=$idx: trim_verify_zero=1 failed: $(grep -m3 'coffer\|verify\|error' "$work/t$idx.log")"
+		[ "$(jq '.jobs[0].error' "$work/t$idx.json")" -eq 0 ] || fail "coffer_index=$idx: job error"
+	done
+	# a block fio did not trim is still an error when missing: never-written reads fail
+	fails_saying "$work/m.log" "coffer: read of .* failed: .*never written" \
+		--coffer_socket="$sock" --coffer_namespace=tzmiss --name=m --rw=randread --bs=4k \
+		--size=64k --iodepth=4
+	say "trimwrite, trim_percentage=50, trim_verify_zero=1: $(jq '.jobs[0].read.io_bytes' "$work/t1.json") bytes read back and verified, trimmed blocks as zeros"
+}
+
+# Blocks never merge: a job whose blocks may overlap at different offsets says so once at
+# init, and still runs (exit 0): random writes aligned below their size (bs=8k
+# blockalign=4k; bssplit=4k/50:64k/50, which fio aligns to 4k), and a read/write job whose
+# reads have another size (bs=4k,16k). Jobs of one size, a sequential bsrange (one pass never
+# overlaps itself), reads alone, and bssplit aligned to its largest size say nothing. Then
+# what the line is about: 16k written at 0 with 0xaa, 4k at 4k with 0xbb; a 16k read at 0
+# still verifies 0xaa (psync's fails: 0xbb at 4k). Before, nothing was said: fio's verify
+# drops a logged block a later write overlaps, so stale blocks passed unmentioned.
+case_overlap_notice() {
+	local rc shape n=0 want
+	start_store 64M
+	for shape in "1 --rw=randwrite --bs=8k --blockalign=4k" \
+		"1 --rw=randwrite --bssplit=4k/50:64k/50" "1 --rw=randrw --bs=4k,16k" \
+		"0 --rw=randwrite --bs=4k" "0 --rw=randrw --bs=4k" "0 --rw=write --bsrange=4k-16k" \
+		"0 --rw=randread --bs=4k,16k" \
+		"0 --rw=randrw --bssplit=4k/50:16k/50 --blockalign=16k"; do
+		n=$((n + 1))
+		want=${shape%% *}
+		# shellcheck disable=SC2086 # the shape is several options
+		fio_engine --coffer_socket="$sock" --coffer_namespace="ov$n" --coffer_missing=zeros \
+			--name=o ${shape#* } --size=256k --iodepth=4 --numjobs=2 >"$work/o$n.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/o$n.log"
+		[ "$rc" -eq 0 ] || fail "${shape#* }: $(cat "$work/o$n.log")"
+		[ "$(grep -c "coffer: .*blocks overlap at different offsets" "$work/o$n.log")" -eq $((want * 2)) ] ||
+			fail "${shape#* }: want the overlap line $want time(s) per job (numjobs=2): $(grep -c 'blocks overlap' "$work/o$n.log")"
+	done
+	fio_engine --coffer_socket="$sock" --coffer_namespace=ovp --name=p --filename=p \
+		--rw=write --bs=16k --size=16k --verify=pattern --verify_pattern=0xaa --do_verify=0 \
+		>"$work/p1.log" 2>&1 || fail "16k write: $(cat "$work/p1.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=ovp --name=p --filename=p \
+		--rw=write --bs=4k --offset=4k --size=4k --verify=pattern --verify_pattern=0xbb \
+		--do_verify=0 >"$work/p2.log" 2>&1 || fail "4k write: $(cat "$work/p2.log")"
+	fio_engine --coffer_socket="$sock" --coffer_namespace=ovp --name=p --filename=p \
+		--rw=read --bs=16k --size=16k --verify=pattern --verify_pattern=0xaa \
+		>"$work/p3.log" 2>&1 ||
+		fail "the 16k block at 0 no longer reads whole (README must change): $(cat "$work/p3.log")"
+	say "$(grep -m1 'blocks overlap' "$work/o1.log" | cut -c1-120)..."
+}
+
+# fsync_on_close=1: fio fsyncs a file's descriptor when it closes the file (put_file), and a
+# store file had none (-1): every close failed with EBADF. A job that closes files before
+# its end (nrfiles=8, file_service_type=sequential, openfiles=2, and the default openfiles)
+# stopped at the first close with error 9 after 48 KiB, saying nothing, where psync's
+# writes and verifies all 256 KiB. Fork and thread mode.
+case_fsync_on_close() {
+	local rc n=0 shape
+	start_store 64M
+	for shape in "--openfiles=2" "--openfiles=8" "--thread --numjobs=2"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # the shape is several options
+		fio_engine --coffer_socket="$sock" --coffer_namespace="fc$n" --name=f --rw=randwrite \
+			--bs=4k --size=256k --iodepth=4 --nrfiles=8 --file_service_type=sequential \
+			--fsync_on_close=1 --verify=crc32c $shape --output-format=json \
+			--output="$work/f$n.json" >"$work/f$n.log" 2>&1
+		rc=$?
+		no_crash "$rc" "$work/f$n.log"
+		[ "$rc" -eq 0 ] ||
+			fail "$shape: fsync_on_close=1 failed (error $(jq '.jobs[0].error' "$work/f$n.json")): $(cat "$work/f$n.log")"
+		[ "$(jq '[.jobs[] | .write.io_bytes == 262144 and .read.io_bytes == 262144] | all' "$work/f$n.json")" = true ] ||
+			fail "$shape: not every block was written and verified: $(jq -c '[.jobs[] | [.write.io_bytes, .read.io_bytes]]' "$work/f$n.json")"
+	done
+	say "fsync_on_close=1 over 8 files closed one by one: 256 KiB written and verified per job"
+}
+
 case "$case_name" in
 exports) case_exports ;;
+sync-latency) case_sync_latency ;;
+trim-verify-zero) case_trim_verify_zero ;;
+overlap-notice) case_overlap_notice ;;
+fsync-on-close) case_fsync_on_close ;;
 put-number-ios) case_put_number_ios ;;
 prefill-runtime) case_prefill_runtime ;;
 allow-create) case_allow_create ;;
