@@ -98,6 +98,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "runtime/nocancel.h"
@@ -477,17 +478,38 @@ static void eq_ring(struct coffer_eq *eq)
 	}
 }
 
+/*
+ * Reads @fd, an eventfd, without ever sleeping, whatever its O_NONBLOCK says: the EQ's fd is
+ * passed to the store (CHANNEL_OPEN), O_NONBLOCK belongs to the open file description both
+ * share, and a store that clears it would make a plain read(2) of an empty counter sleep
+ * until it writes - for ever, if it never does, holding the poller
+ * (test_wake_fd_made_blocking). RWF_NOWAIT makes this one read non-blocking, so there is no
+ * flag for the peer to race with. Kernels before 5.12 refuse RWF_NOWAIT on an eventfd
+ * (EOPNOTSUPP: it had no read_iter then; older ones lack preadv2 or the flag): there a
+ * zero-timeout poll(2) guards the read, which leaves a store that empties the counter
+ * between our poll and our read able to block that one read (docs/protocol.md, Channels,
+ * "Reply doorbell").
+ */
+static void eq_read_nowait(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint64_t v;
+	struct iovec iov = {.iov_base = &v, .iov_len = sizeof(v)};
+
+	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0 || errno == EAGAIN)
+		return; /* EAGAIN: another poller (or the store) drained it first */
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: drained since */
+	}
+}
+
 static void eq_drain(struct coffer_eq *eq)
 {
-	uint64_t v;
-
 	/* Read first, then clear eq_rung: a ringer that saw eq_rung set in between skipped its
 	 * write, but its push is visible to us through this exchange (acq_rel, pairs with
 	 * eq_ring()) and we pop after it. The other order could leave eq_rung set with the fd
 	 * drained, and nobody would ring again. */
-	if (read(eq->eq_fd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: another poller drained it first. */
-	}
+	eq_read_nowait(eq->eq_fd);
 	atomic_exchange_explicit(&eq->eq_rung, false, memory_order_acq_rel);
 }
 

@@ -226,7 +226,9 @@ struct coffer__conn *coffer__conn_lookup_rcu(coffer_handle_t connh);
  * @body (and @send_fd when >= 0), receive a reply of @reply_type into @rbody (exactly
  * @rlen bytes) and up to @nfds passed descriptors into @fds (-1 when absent).
  * Return: 0; -ENOTCONN (socket gone), -ETIMEDOUT (the store did not take the request, or
- * did not answer it, within conn->store_timeout_ms: @conn is failed as silent), -EPROTO
+ * did not answer it, within conn->store_timeout_ms - one deadline for the send and every
+ * receive, unsolicited messages skipped on the way included; what came by then still counts:
+ * @conn is failed as silent), -EPROTO
  * (malformed reply; also any message with fds
  * when @nfds is 0), -EMFILE (@nfds > 0 only: this process is at its fd limit: the reply came
  * but its fds could not be received; @rbody then holds the reply's body, and the store has

@@ -58,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/client.h"
@@ -384,6 +385,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 	struct coffer_msg_hdr hdr;
 	int got_fds[COFFER_MSG_FDS_MAX];
 	unsigned int ngot, i;
+	struct timespec start;
 	long n;
 	int rc = -EPROTO;
 	COFFER__NO_CANCEL(); /* ctl_lock held across sendmsg/recvmsg (runtime/nocancel.h) */
@@ -402,6 +404,7 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		rc = -ENOTCONN;
 		goto out;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &start); /* the exchange's one deadline runs from here */
 	n = coffer__send_fds(conn->sock, out, sizeof(hdr) + blen, &send_fd, send_fd >= 0 ? 1 : 0,
 			     0);
 	if (n == -EAGAIN) {
@@ -418,12 +421,15 @@ int coffer__conn_ctl(struct coffer__conn *conn, uint16_t type, const void *body,
 		rc = ctl_refusal(conn->sock, type);
 		goto out;
 	}
-	/* Skip anything unsolicited (bounded: a confused store cannot keep us here). */
+	/* Skip anything unsolicited (bounded: a confused store cannot keep us here), all within
+	 * one timeout counted from the send: each receive used to start it afresh, so a store
+	 * dribbling 15 unsolicited messages, each just inside the timeout, stretched one call
+	 * to 16 timeouts (test_ctl_unsolicited_one_deadline). */
 	for (int tries = 0; tries < 16; tries++) {
 		size_t kept;
 
 		n = coffer__recv_fds_kept(conn->sock, in, sizeof(in), got_fds, &ngot,
-					  COFFER_MSG_FDS_MAX, 0, &kept);
+					  COFFER_MSG_FDS_MAX, 0, &start, &kept);
 		if (n == -EMFILE && nfds == 0) {
 			/* fds where our reply takes none (the kernel could not even install them:
 			 * we are at our fd limit): a malformed reply, not our shortage
@@ -699,6 +705,31 @@ static int conn_connect_errno(int err)
 }
 
 /*
+ * The connect's last try once its time is up: room the listener made meanwhile still counts,
+ * as an answer that came meanwhile does for a control message (coffer__recv_fds()). A client
+ * stopped (SIGSTOP, ^Z) past COFFER_STORE_TIMEOUT_MS while it waited for room in a full
+ * backlog gets EINTR once continued (signal(7)); it used to give up with -ETIMEDOUT on a
+ * store that had taken its queue meanwhile (test_connect_room_while_stopped). A Unix connect
+ * has no per-call MSG_DONTWAIT: O_NONBLOCK is set for the try and cleared after, which is
+ * safe on @fd, a socket no other process or thread holds yet. Return: connect(2)'s (errno
+ * EAGAIN: still no room).
+ */
+static int conn_connect_last_try(int fd, const struct sockaddr_un *sa)
+{
+	int fl = fcntl(fd, F_GETFL), rc, err;
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	err = errno;
+	(void)fcntl(fd, F_SETFL, fl);
+	errno = err;
+	return rc;
+}
+
+/*
  * Opens @conn's socket to @path and connects it. The fd is in conn->sock from socket() on,
  * set under coffer__client_lock (which fork-prepare takes): a fork at any moment of the
  * connect finds it there, and the child closes it (test_fork_during_connect). Return: 0;
@@ -737,10 +768,12 @@ static int conn_socket(struct coffer__conn *conn, const char *path, unsigned int
 		do
 			rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		while (rc < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+		if (!retry)
+			rc = conn_connect_last_try(fd, &sa);
 		err = errno;
 		coffer__sock_wait_end(&w);
 		if (rc < 0)
-			rc = conn_connect_errno(retry ? err : EAGAIN);
+			rc = conn_connect_errno(err); /* the last try's EAGAIN: -ETIMEDOUT */
 	}
 	if (rc < 0) {
 		pthread_mutex_lock(&coffer__client_lock);

@@ -265,11 +265,12 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
 {
 	size_t kept;
 
-	return coffer__recv_fds_kept(sock, buf, cap, fds, nfds, maxfds, flags, &kept);
+	return coffer__recv_fds_kept(sock, buf, cap, fds, nfds, maxfds, flags, NULL, &kept);
 }
 
 long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
-			   unsigned int maxfds, int flags, size_t *kept)
+			   unsigned int maxfds, int flags, const struct timespec *since,
+			   size_t *kept)
 {
 	union {
 		struct cmsghdr align;
@@ -290,10 +291,14 @@ long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned i
 		return -EINVAL;
 	msg.msg_control = ctl.buf;
 	msg.msg_controllen = sizeof(ctl.buf);
-	coffer__sock_wait_begin(&w, sock, SO_RCVTIMEO);
-	do
-		n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
+	if (since == NULL)
+		coffer__sock_wait_begin(&w, sock, SO_RCVTIMEO);
+	else
+		retry = coffer__sock_wait_begin_at(&w, sock, SO_RCVTIMEO, since);
+	if (retry)
+		do
+			n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
+		while (n < 0 && errno == EINTR && (retry = coffer__sock_wait_retry(&w)));
 	/* The time is up, but what arrived meanwhile still counts: a process stopped
 	 * (SIGSTOP, ^Z) for longer than the timeout while it waited here gets EINTR once
 	 * continued (signal(7)), with the answer queued (test_ctl_answer_while_stopped). */
@@ -426,6 +431,17 @@ void coffer__sock_wait_begin(struct coffer__sock_wait *w, int sock, int opt)
 	w->opt = opt;
 	w->state = 0;
 	clock_gettime(CLOCK_MONOTONIC, &w->start);
+}
+
+bool coffer__sock_wait_begin_at(struct coffer__sock_wait *w, int sock, int opt,
+				const struct timespec *start)
+{
+	w->sock = sock;
+	w->opt = opt;
+	w->state = 0;
+	w->start = *start;
+	/* what a retry after EINTR does: read the timeout, shorten it to what is left */
+	return coffer__sock_wait_retry(w);
 }
 
 bool coffer__sock_wait_retry(struct coffer__sock_wait *w)

@@ -206,11 +206,17 @@ long coffer__recv_fds(int sock, void *buf, size_t cap, int *fds, unsigned int *n
  * its length (0 in every other case). For a caller that must undo what the peer did for a
  * message it could not take whole (a channel the store opened for a reply whose fds this
  * process had no room for).
+ * @since: NULL, or when the call this receive belongs to began (CLOCK_MONOTONIC): the
+ *         socket's receive timeout then runs from there, not from this receive, so that a
+ *         call made of several receives waits at most one timeout in all (a peer sending
+ *         one unwanted message after another cannot stretch it); once it ran out, only a
+ *         message already queued is taken (coffer__sock_wait_begin_at()).
  * @kept: out: bytes of the payload in @buf when the return is -EMFILE, else 0.
  * Return, Context: as coffer__recv_fds().
  */
 long coffer__recv_fds_kept(int sock, void *buf, size_t cap, int *fds, unsigned int *nfds,
-			   unsigned int maxfds, int flags, size_t *kept);
+			   unsigned int maxfds, int flags, const struct timespec *since,
+			   size_t *kept);
 
 /* How long a client waits for the store's answer to one control message (HELLO,
  * CHANNEL_OPEN, QUERY): a store that is alive is single-threaded and answers in microseconds;
@@ -241,6 +247,12 @@ struct coffer__sock_wait {
 };
 
 void coffer__sock_wait_begin(struct coffer__sock_wait *w, int sock, int opt);
+/* coffer__sock_wait_begin() for an attempt that belongs to a call which began at @start (a
+ * CLOCK_MONOTONIC time): the socket's timeout runs from @start and is shortened to what is
+ * left of it. Return: false when it is used up already (make one non-blocking attempt:
+ * what came meanwhile still counts); true otherwise. coffer__sock_wait_end() either way. */
+bool coffer__sock_wait_begin_at(struct coffer__sock_wait *w, int sock, int opt,
+				const struct timespec *start);
 bool coffer__sock_wait_retry(struct coffer__sock_wait *w);
 void coffer__sock_wait_end(struct coffer__sock_wait *w);
 

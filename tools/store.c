@@ -85,6 +85,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -1847,6 +1848,55 @@ static bool stop_signalled(int sigfd, int ms)
 	return true;
 }
 
+/*
+ * Who holds the flock(2) lock on the directory @fd names, from /proc/locks (a FLOCK line on
+ * its device and inode that is not a waiter's "->" line): its pid, its command name in
+ * @comm and whether it is stopped (SIGSTOP, ^Z; state T or t in /proc/PID/stat). Return: the
+ * pid, or 0 where it cannot tell (no /proc, another pid namespace's holder, or the lock was
+ * dropped meanwhile). The pid is the process that took the lock; a child that inherited its
+ * descriptor may hold it now, which /proc/locks cannot tell.
+ */
+static pid_t lock_holder(int fd, char *comm, size_t len, bool *stopped)
+{
+	char line[256], path[64], stat[512];
+	unsigned int maj, min;
+	unsigned long ino;
+	struct stat sb;
+	pid_t pid = 0;
+	FILE *f;
+
+	snprintf(comm, len, "?");
+	*stopped = false;
+	if (fstat(fd, &sb) != 0 || (f = fopen("/proc/locks", "re")) == NULL)
+		return 0;
+	while (pid == 0 && fgets(line, sizeof(line), f) != NULL) {
+		int p;
+
+		if (sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &p, &maj, &min, &ino) == 4 &&
+		    p > 0 && ino == (unsigned long)sb.st_ino && maj == major(sb.st_dev) &&
+		    min == minor(sb.st_dev))
+			pid = p;
+	}
+	fclose(f);
+	if (pid == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) != NULL) {
+		size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+		char *open, *close;
+
+		fclose(f);
+		stat[n] = '\0';
+		open = strchr(stat, '(');
+		close = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold ')' */
+		if (open != NULL && close != NULL && close > open) {
+			snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+			*stopped = close[1] == ' ' && (close[2] == 'T' || close[2] == 't');
+		}
+	}
+	return pid;
+}
+
 /* How long a starting store waits for another one starting in the same directory. */
 #define LISTEN_LOCK_WAIT_MS 5000
 
@@ -1886,14 +1936,29 @@ static int listen_lock(const char *path, int sigfd)
 			return -1;
 		}
 		if (ms >= LISTEN_LOCK_WAIT_MS) {
+			char comm[32];
+			bool stopped;
+			pid_t holder = lock_holder(fd, comm, sizeof(comm), &stopped);
+
 			/* Name the lock: any program may hold one on the directory (flock(1) on
 			 * /tmp, a backup tool), and blaming a coffer-store that does not exist
-			 * sent the reader looking for one (test_start_dir_locked_by_other). */
-			COFFER_LOG(COFFER_LOG_ERR,
-				   "%s has been locked (flock) for %d ms: another coffer-store "
-				   "starting there, or another program holding a lock on the "
-				   "directory; refusing",
-				   dir, LISTEN_LOCK_WAIT_MS);
+			 * sent the reader looking for one (test_start_dir_locked_by_other). Name
+			 * its holder where /proc/locks tells: a coffer-store stopped (SIGSTOP)
+			 * in the middle of its start holds it until continued or killed, and the
+			 * reader needs its pid (test_start_beside_store_stopped_in_start). */
+			if (holder > 0)
+				COFFER_LOG(COFFER_LOG_ERR,
+					   "%s has been locked (flock) for %d ms by pid %d (%s%s): "
+					   "another coffer-store starting there, or another "
+					   "program holding a lock on the directory; refusing",
+					   dir, LISTEN_LOCK_WAIT_MS, (int)holder, comm,
+					   stopped ? ", stopped" : "");
+			else
+				COFFER_LOG(COFFER_LOG_ERR,
+					   "%s has been locked (flock) for %d ms: another "
+					   "coffer-store starting there, or another program "
+					   "holding a lock on the directory; refusing",
+					   dir, LISTEN_LOCK_WAIT_MS);
 			close(fd);
 			return -2;
 		}

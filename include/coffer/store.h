@@ -17,7 +17,11 @@
  * written where the call said before the event completes; they must stay valid until then.
  *
  * Liveness: the store timeout is COFFER_STORE_TIMEOUT_MS (milliseconds, 100..3600000, default
- * 10000, read by coffer_connect()). Besides bounding every control exchange, it drives each
+ * 10000, read by coffer_connect()). It bounds every control exchange as a whole (the request,
+ * its answer, and any message the store sent unasked on the way: one deadline, not one per
+ * message), and coffer_connect()'s wait for room in a full listen backlog; once a step's time
+ * is up it still takes what came meanwhile (an answer, room), so a caller stopped (SIGSTOP)
+ * past the timeout is not failed for its own stop. Besides, it drives each
  * connection's monitor thread: when requests have gone unanswered for a whole timeout, it
  * asks the store for its statistics on the socket, and a store that does not answer within
  * the timeout fails the connection. Every pending event then completes with -ENOTCONN (at

@@ -2165,6 +2165,90 @@ static void test_ctl_answer_while_stopped(void **state)
 	expect_handles_closed(t);
 }
 
+/* Waits (bounded) until process @pid sleeps in a Unix connect() for room in a backlog
+ * (/proc/PID/wchan). Where the kernel hides wait channels ("0"), gives it 100 ms. */
+static void wait_in_connect(pid_t pid)
+{
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		if (strcmp(buf, "unix_wait_for_peer") == 0)
+			return;
+		if (strcmp(buf, "0") == 0 && i >= 100)
+			return;
+		usleep(1000);
+	}
+}
+
+/*
+ * A client stopped (SIGSTOP, ^Z) for longer than COFFER_STORE_TIMEOUT_MS while coffer_connect()
+ * waits for room in the store's full listen backlog, room the store makes meanwhile (it was
+ * stopped itself, and is continued): once continued, the connect takes that room and the
+ * client connects, as a control exchange takes an answer that came meanwhile
+ * (test_ctl_answer_while_stopped). Its connect() fails with EINTR at the stop (SO_SNDTIMEO,
+ * signal(7)), the time is up by then, and it used to give up with -ETIMEDOUT on a store that
+ * was serving again. Staged with a child process: the store is stopped and its backlog
+ * filled, the child's connect waits, the child is stopped, the store continued (it accepts
+ * the queue), and the child continued after three of its timeouts.
+ */
+static void test_connect_room_while_stopped(void **state)
+{
+	struct tctx *t = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fill[512], nfill = 0, status;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->store.sock);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	assert_true(wait_stopped(t->store.pid));
+	for (;;) { /* fill its backlog: non-blocking connects until it refuses more */
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		assert_true(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		assert_true(nfill < 512);
+		fill[nfill++] = fd;
+	}
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		coffer_handle_t c;
+		struct coffer_store_info info;
+		int rc = coffer_connect(t->store.sock, &c);
+
+		if (rc == 0)
+			rc = coffer_store_query(c, &info);
+		_exit(rc == 0 ? 0 : rc < -150 ? 150 : -rc);
+	}
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	wait_in_connect(pid);
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	assert_true(wait_stopped(pid));
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0); /* it accepts the queue: room */
+	usleep(900 * 1000);
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		print_error("the child's connect: %s\n", coffer_strerror(-WEXITSTATUS(status)));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	expect_handles_closed(t);
+}
+
 /*
  * fork() while the call_rcu worker is about to free a disconnected connection. The worker
  * frees reclaimed records (hashtable/reclaim.c) and a connection's free drops its arena
@@ -4205,6 +4289,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ctl_timeout_under_signals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_calls_under_signal_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ctl_answer_while_stopped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_connect_room_while_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_release_own_version, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_full_channel, setup, teardown),

@@ -104,7 +104,13 @@ struct fake {
 	atomic_int hello_error; /* non-zero: answer HELLO with ERROR of this status, hang up */
 	atomic_int chan_err[3]; /* the first CHANNEL_OPENs get ERROR of these statuses (not
 				 * fatal: the next is served); 0 ends the list */
+	atomic_int wake_blocking; /* clear O_NONBLOCK on the EQ eventfd CHANNEL_OPEN passes */
+	atomic_int dribble;	  /* > 0: a QUERY is answered after DRIBBLE_MSGS unsolicited
+				   * messages, one every this many ms */
+	atomic_int dribbled;	  /* the fake sent the QUERY_REPLY after its dribble */
 };
+
+#define DRIBBLE_MSGS 15 /* the client skips up to 16 unsolicited messages per exchange */
 
 /*
  * A request doorbell that blocks the client's write: the eventfd without O_NONBLOCK and its
@@ -251,11 +257,21 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 			if (coffer__msg_check(m, (size_t)n, &h) == 0 &&
 			    h.type == COFFER_MSG_QUERY && nfds == 0) {
 				struct coffer_store_info info = {.capacity_bytes = FAKE_ARENA};
-				int qfd = atomic_load(&f->query_fd);
+				int qfd = atomic_load(&f->query_fd), gap = atomic_load(&f->dribble);
 
+				for (int k = 0; gap > 0 && k < DRIBBLE_MSGS; k++) {
+					poll(NULL, 0,
+					     gap); /* a message the client did not ask for */
+					if (fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0,
+						      NULL, 0) < 0)
+						f->errors++;
+				}
+				if (gap > 0)
+					poll(NULL, 0, gap);
 				if (fake_send(sock, COFFER_MSG_QUERY_REPLY, &info, sizeof(info),
 					      &qfd, qfd > 0 ? 1 : 0) < 0)
 					f->errors++;
+				atomic_store(&f->dribbled, gap > 0);
 			} else if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
 				   h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
 				   fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0, NULL,
@@ -655,6 +671,12 @@ static void *fake_main(void *arg)
 		cor.channel_id = 1000; /* max_channels is 4; the page has 512 bits */
 	if (f->full_bell == FB_AT_CHANNEL_OPEN && fake_fill_bell(bell) < 0)
 		goto fail;
+	if (atomic_load(&f->wake_blocking)) { /* the file description is shared: we can */
+		int fl = fcntl(fds[0], F_GETFL);
+
+		if (fl < 0 || fcntl(fds[0], F_SETFL, fl & ~O_NONBLOCK) < 0)
+			goto fail;
+	}
 	if (fake_send(sock, COFFER_MSG_CHANNEL_OPEN_REPLY, &cor, sizeof(cor), &seg, 1) < 0)
 		goto fail;
 	if (f->bad_chan_id) { /* answer CHANNEL_CLOSE (of that id) until the client hangs up */
@@ -825,6 +847,16 @@ static int setup_full_bell_at_hello(void **state)
 static int setup_full_bell_at_open(void **state)
 {
 	return setup_full_bell(state, FB_AT_CHANNEL_OPEN);
+}
+
+static int setup_wake_blocking(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, wake_blocking), 1);
+}
+
+static int setup_dribble(void **state)
+{
+	return setup_fake_mode(state, offsetof(struct fake, dribble), 150);
 }
 
 static int setup_hello_error_eintr(void **state)
@@ -1270,6 +1302,88 @@ static void test_full_bell(void **state)
 	assert_int_equal(get_greeting(c, eq, &data), 0); /* rings again: still full */
 	assert_memory_equal(data, "hello-fake", 10);
 	alarm(0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
+static void stuck_in_drain(int sig)
+{
+	static const char msg[] = "test_wake_fd_made_blocking: the client is still stuck after "
+				  "20 s (its read of the EQ's eventfd blocks)\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * The EQ's eventfd goes to the store in CHANNEL_OPEN (the store rings it when replies wait),
+ * and O_NONBLOCK belongs to the open file description both share: a store can clear it.
+ * A poll that slept on the EQ and woke without a ring (its timeout; a store that read the
+ * counter itself) then drains the fd with a read(2) that finds it empty, and blocks until
+ * the store writes - for ever, if it never does. The poll must still come back when its
+ * time is up, and a reply still wakes a poller that sleeps on that fd. The alarm is the hang
+ * guard (the poll's own timeout is 20 ms).
+ */
+static void test_wake_fd_made_blocking(void **state)
+{
+	struct fake *f = *state;
+	struct sigaction sa = {.sa_handler = stuck_in_drain};
+	struct coffer_oid never = {{6}};
+	struct coffer_event ev, *done = NULL;
+	coffer_handle_t c, eq;
+	const void *data = NULL;
+
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(20);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &data), 0); /* opens the channel: now blocking */
+	assert_memory_equal(data, "hello-fake", 10);
+	assert_int_equal(coffer_event_init(&ev, eq, NULL), 0);
+	assert_int_equal(coffer_obj_get_oid(c, &never, 0, &data, NULL, &ev), 0);
+	for (int i = 0; i < 3; i++) /* nothing comes: each poll times out */
+		assert_int_equal(coffer_eq_poll(eq, 1, 20000, 1, &done), 0);
+	assert_int_equal(get_greeting(c, eq, &data), 0); /* a ring still wakes us */
+	alarm(0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_eq_poll(eq, 1, 5000000, 1, &done), 1);
+	assert_ptr_equal(done, &ev);
+	assert_int_equal(ev.ev_error, -ENOTCONN);
+	assert_int_equal(coffer_event_fini(&ev), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	fake_join(f);
+	assert_int_equal(f->errors, 0);
+}
+
+/*
+ * One deadline per control exchange: a store that answers a QUERY only after 15 messages the
+ * client did not ask for, one every 150 ms, with COFFER_STORE_TIMEOUT_MS at 300, has not
+ * answered within the timeout: -ETIMEDOUT, and the connection is given up on. Each skipped
+ * message used to start the timeout afresh, so the call took the answer 2.4 s (eight
+ * timeouts) later, and a store dribbling them just inside the timeout could hold one call
+ * for 16 of them.
+ */
+static void test_ctl_unsolicited_one_deadline(void **state)
+{
+	struct fake *f = *state;
+	struct coffer_store_info info;
+	coffer_handle_t c, eq;
+	const void *data = NULL;
+
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "300", 1), 0);
+	assert_int_equal(coffer_connect(f->path, &c), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	assert_int_equal(get_greeting(c, eq, &data), 0); /* the fake serves QUERY from here */
+	assert_int_equal(coffer_store_query(c, &info), -ETIMEDOUT);
+	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN); /* given up on */
+	/* let the fake end its dribble before we hang up (its sends must not fail) */
+	for (int i = 0; i < 1000 && !atomic_load(&f->dribbled); i++)
+		usleep(10 * 1000);
+	assert_true(atomic_load(&f->dribbled));
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
 	fake_join(f);
@@ -1976,6 +2090,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_chan_error_status, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_hello, teardown),
 	    cmocka_unit_test_setup_teardown(test_full_bell, setup_full_bell_at_open, teardown),
+	    cmocka_unit_test_setup_teardown(test_wake_fd_made_blocking, setup_wake_blocking,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ctl_unsolicited_one_deadline, setup_dribble,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_arena_refused, setup_read_only_arena,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only_rings_refused, setup_read_only_chan,

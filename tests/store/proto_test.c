@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -197,7 +198,7 @@ static void test_fd_passing_at_limit(void **state)
 		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 		memset(buf, 0, sizeof(buf));
 		assert_int_equal(
-		    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
+		    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, NULL, &kept),
 		    -EMFILE);
 		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 		assert_int_equal(nfds, 0);
@@ -207,8 +208,8 @@ static void test_fd_passing_at_limit(void **state)
 	}
 	/* Not at the limit: the same message arrives whole, and kept says nothing. */
 	assert_int_equal(coffer__send_fds(sv[0], "abc", 3, p, 2, 0), 3);
-	assert_int_equal(coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, &kept),
-			 3);
+	assert_int_equal(
+	    coffer__recv_fds_kept(sv[1], buf, sizeof(buf), fds, &nfds, 2, 0, NULL, &kept), 3);
 	assert_int_equal(nfds, 2);
 	assert_int_equal(kept, 0);
 	close(fds[0]);
@@ -366,6 +367,41 @@ static void test_sock_wait_under_signals(void **state)
 	sock_wait_case(0, true);
 }
 
+/*
+ * coffer__recv_fds_kept() with @since: a receive that belongs to a call whose timeout ran out
+ * already (the socket's is an hour, the call began an hour and a second ago) never blocks:
+ * it takes a message that is queued, else says -EAGAIN at once (a blocking one would hold
+ * this test for an hour: meson's timeout is the guard); and the socket keeps its timeout.
+ */
+static void test_recv_since_expired(void **state)
+{
+	struct timeval rcv0, rcv;
+	struct timespec since;
+	unsigned int nfds;
+	char buf[64];
+	int sv[2], fds[1];
+	size_t kept;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(coffer__sock_set_timeout(sv[0], 3600 * 1000), 0);
+	get_timeo(sv[0], SO_RCVTIMEO, &rcv0);
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &since), 0);
+	since.tv_sec -= 3601;
+	assert_int_equal(send(sv[1], "late", 4, 0), 4);
+	assert_int_equal(
+	    coffer__recv_fds_kept(sv[0], buf, sizeof(buf), fds, &nfds, 1, 0, &since, &kept), 4);
+	assert_memory_equal(buf, "late", 4);
+	assert_int_equal(
+	    coffer__recv_fds_kept(sv[0], buf, sizeof(buf), fds, &nfds, 1, 0, &since, &kept),
+	    -EAGAIN);
+	get_timeo(sv[0], SO_RCVTIMEO, &rcv);
+	assert_int_equal(rcv.tv_sec, rcv0.tv_sec);
+	assert_int_equal(rcv.tv_usec, rcv0.tv_usec);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +413,7 @@ int main(void)
 	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_parse_size),
 	    cmocka_unit_test(test_sock_wait_under_signals),
+	    cmocka_unit_test(test_recv_since_expired),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

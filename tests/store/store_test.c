@@ -1834,6 +1834,68 @@ static void test_start_dir_locked_by_other(void **state)
 	rmdir(dir);
 }
 
+/*
+ * A store stopped (SIGSTOP, ^Z) in the middle of its start holds its socket directory's lock
+ * until it is continued or killed. A second store started on the same socket meanwhile waits
+ * a bounded time (5 s), then refuses (exit 1) naming the lock's holder: its pid, its name and
+ * that it is stopped. A client meanwhile finds nobody listening at once (the path is still
+ * the dead store's stale socket; coffer_connect() says -ECONNREFUSED). The refusal named no
+ * holder, and the reader had to hunt for it. coffer-store-stopunlink stops itself just before
+ * it unlinks the stale socket: under the lock.
+ */
+static void test_start_beside_store_stopped_in_start(void **state)
+{
+	const char *exe = getenv("COFFER_STORE_EXE");
+	const char *stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
+	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], loga[160], logb[160], want[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, status, sb_state, sb_status = 0;
+	bool named, stopped, refused;
+	pid_t a, b;
+
+	(void)state;
+	assert_non_null(exe);
+	assert_non_null(stopper);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(loga, sizeof(loga), "%s/a.log", dir);
+	snprintf(logb, sizeof(logb), "%s/b.log", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock); /* a dead store's socket */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+
+	a = spawn_store(stopper, sock, loga); /* stops holding the directory's lock */
+	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
+	assert_true(WIFSTOPPED(status));
+	refused = !reachable(sock);
+	b = spawn_store(exe, sock, logb);
+	sb_state = ready_or_exit(b, logb, 20000, &sb_status);
+	snprintf(want, sizeof(want), "by pid %d (", (int)a);
+	named = file_has(logb, want);
+	stopped = file_has(logb, ", stopped)");
+	kill(a, SIGKILL);
+	waitpid(a, &status, 0);
+	if (sb_state != 0) {
+		kill(b, SIGKILL);
+		waitpid(b, &sb_status, 0);
+	}
+	assert_true(refused);
+	assert_int_equal(sb_state, 0);
+	assert_true(WIFEXITED(sb_status));
+	assert_int_equal(WEXITSTATUS(sb_status), 1);
+	assert_true(file_has(logb, "locked (flock)"));
+	if (!named || !stopped)
+		print_error("the refusal does not name stopped pid %d\n", (int)a);
+	assert_true(named);
+	assert_true(stopped);
+	unlink(sock);
+	unlink(loga);
+	unlink(logb);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Whether process @pid runs @exe (has exec'd it) and has a file open that is @path. */
 static bool runs_with_open(pid_t pid, const char *exe, const char *path)
 {
@@ -2224,6 +2286,7 @@ int main(void)
 	    cmocka_unit_test(test_start_beside_full_listener),
 	    cmocka_unit_test(test_start_dir_locked_by_other),
 	    cmocka_unit_test(test_stop_while_waiting_for_dir_lock),
+	    cmocka_unit_test(test_start_beside_store_stopped_in_start),
 	    cmocka_unit_test_setup_teardown(test_socket_mode_and_stop, setup16, teardown),
 	    cmocka_unit_test(test_stat_reports_refusal),
 	    cmocka_unit_test(test_stat_reports_reservations),
