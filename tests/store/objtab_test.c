@@ -417,25 +417,35 @@ static void test_waiters_expire_in_order_and_drop_with_route(void **state)
 	struct coffer__ot *ot;
 	struct coffer_req r;
 	struct coffer_rep rep;
-	uint64_t now = coffer__now_us();
+	uint64_t lo = UINT64_MAX, hi = UINT64_MAX, before, after;
 	int i;
 
 	(void)state;
 	ot_new(&ot);
 	coffer__ot_owner_init(&a);
 	ndelivered = 0;
-	/* Timeouts 30, 10, 20 ms and one forever on route 2. */
+	/* Timeouts 3, 1, 2 s and one forever on route 2. Each deadline is its exec's clock
+	 * plus its timeout, so the earliest lies between the smallest of (clock before an exec
+	 * + timeout) and the smallest of (clock after it + timeout), however long the
+	 * machine kept the test waiting between the execs; seconds apart, the three are
+	 * ordered 1, 2, 3 s unless an exec waits a second for its CPU. */
 	for (i = 0; i < 4; i++) {
 		memset(&r, 0, sizeof(r));
 		r.tag = 100 + (uint64_t)i;
 		r.op = COFFER_OP_GET;
 		r.oid[0] = (uint8_t)(10 + i);
-		r.timeout_us = i == 3 ? -1 : (i == 0 ? 30000 : i == 1 ? 10000 : 20000);
+		r.timeout_us = i == 3 ? -1 : (i == 0 ? 3000000 : i == 1 ? 1000000 : 2000000);
+		before = coffer__now_us();
 		assert_int_equal(coffer__ot_exec(ot, &a, &r, i == 3 ? 2 : 1, &rep), 0);
+		after = coffer__now_us();
+		if (i < 3 && before + (uint64_t)r.timeout_us < lo)
+			lo = before + (uint64_t)r.timeout_us;
+		if (i < 3 && after + (uint64_t)r.timeout_us < hi)
+			hi = after + (uint64_t)r.timeout_us;
 	}
-	assert_true(coffer__ot_next_deadline(ot) >= now + 10000);
-	assert_true(coffer__ot_next_deadline(ot) < now + 20000);
-	coffer__ot_expire(ot, now + 1000000);
+	assert_true(coffer__ot_next_deadline(ot) >= lo);
+	assert_true(coffer__ot_next_deadline(ot) <= hi);
+	coffer__ot_expire(ot, after + 60000000);
 	assert_int_equal(ndelivered, 3);
 	assert_int_equal(delivered[0].tag, 101);
 	assert_int_equal(delivered[1].tag, 102);
