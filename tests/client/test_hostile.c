@@ -1268,14 +1268,24 @@ static void test_corrupt_ring_spares_other_store(void **state)
 	teardown(&bstate);
 }
 
-static void stuck_in_bell(int sig)
-{
-	static const char msg[] = "test_full_bell: the client is still stuck after 20 s (its "
-				  "write to the store's request doorbell blocks)\n";
+/* What the hang guard prints before it ends the test process (set by hang_guard()). */
+static const char *hang_msg;
 
+static void hung(int sig)
+{
 	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
+	(void)!write(2, hang_msg, strlen(hang_msg));
 	_exit(1);
+}
+
+/* A test whose failure is a hang: after 20 s, print @msg and exit 1 (cancel with alarm(0)). */
+static void hang_guard(const char *msg)
+{
+	struct sigaction sa = {.sa_handler = hung};
+
+	hang_msg = msg;
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(20);
 }
 
 /*
@@ -1290,12 +1300,11 @@ static void stuck_in_bell(int sig)
 static void test_full_bell(void **state)
 {
 	struct fake *f = *state;
-	struct sigaction sa = {.sa_handler = stuck_in_bell};
 	coffer_handle_t c, eq;
 	const void *data = NULL;
 
-	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-	alarm(20);
+	hang_guard("test_full_bell: the client is still stuck after 20 s (its write to the "
+		   "store's request doorbell blocks)\n");
 	assert_int_equal(coffer_connect(f->path, &c), 0);
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(get_greeting(c, eq, &data), 0);
@@ -1306,16 +1315,6 @@ static void test_full_bell(void **state)
 	assert_int_equal(coffer_disconnect(c), 0);
 	fake_join(f);
 	assert_int_equal(f->errors, 0);
-}
-
-static void stuck_in_drain(int sig)
-{
-	static const char msg[] = "test_wake_fd_made_blocking: the client is still stuck after "
-				  "20 s (its read of the EQ's eventfd blocks)\n";
-
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(1);
 }
 
 /*
@@ -1330,14 +1329,13 @@ static void stuck_in_drain(int sig)
 static void test_wake_fd_made_blocking(void **state)
 {
 	struct fake *f = *state;
-	struct sigaction sa = {.sa_handler = stuck_in_drain};
 	struct coffer_oid never = {{6}};
 	struct coffer_event ev, *done = NULL;
 	coffer_handle_t c, eq;
 	const void *data = NULL;
 
-	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-	alarm(20);
+	hang_guard("test_wake_fd_made_blocking: the client is still stuck after 20 s (its read "
+		   "of the EQ's eventfd blocks)\n");
 	assert_int_equal(coffer_connect(f->path, &c), 0);
 	assert_int_equal(coffer_eq_create(&eq), 0);
 	assert_int_equal(get_greeting(c, eq, &data), 0); /* opens the channel: now blocking */
