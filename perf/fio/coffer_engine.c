@@ -2038,10 +2038,15 @@ static int cf_open_file(struct thread_data *td, struct fio_file *f)
 	 */
 	if (f->io_size != -1ULL && f->file_offset + f->io_size > f->real_file_size)
 		f->real_file_size = f->file_offset + f->io_size;
+	if (cf_file_setup(td, cd, f, cff))
+		return 1;
+	/* Only once the open succeeded: fio asserts that a failed open leaves f->fd at -1
+	 * (td_io_open_file()), so a setup that failed after it was set (allow_file_create=0 on
+	 * a missing file with create_serialize=0, a failed prefill) aborted fio with SIGABRT
+	 * instead of failing the job with its error (test fio-fsync-on-close). */
 	if (cd->sync_fd >= 0)
 		f->fd = cd->sync_fd; /* for fio's fsync at close (cf_init) */
-
-	return cf_file_setup(td, cd, f, cff);
+	return 0;
 }
 
 static int cf_close_file(struct thread_data *td, struct fio_file *f)

@@ -1262,7 +1262,7 @@ case_overlap_notice() {
 # store file had none (-1): every close failed with EBADF. A job that closes files before
 # its end (nrfiles=8, file_service_type=sequential, openfiles=2, and the default openfiles)
 # stopped at the first close with error 9 after 48 KiB, saying nothing, where psync's
-# writes and verifies all 256 KiB. Fork and thread mode.
+# writes and verifies all 256 KiB. Fork and thread mode. A failed open still fails cleanly.
 case_fsync_on_close() {
 	local rc n=0 shape
 	start_store 64M
@@ -1280,6 +1280,12 @@ case_fsync_on_close() {
 		[ "$(jq '[.jobs[] | .write.io_bytes == 262144 and .read.io_bytes == 262144] | all' "$work/f$n.json")" = true ] ||
 			fail "$shape: not every block was written and verified: $(jq -c '[.jobs[] | [.write.io_bytes, .read.io_bytes]]' "$work/f$n.json")"
 	done
+	# An open that fails (allow_file_create=0 on a missing file, checked at the open with
+	# create_serialize=0) must fail the job with its error: the engine had set the file's
+	# descriptor before the check, and fio asserts a failed open leaves it at -1 (SIGABRT).
+	fails_saying "$work/ac.log" "coffer: fcm has no block at offset 0 in the store, and allow_file_create=0" \
+		--coffer_socket="$sock" --coffer_namespace=fcm --name=fcm --filename=fcm --rw=write \
+		--bs=4k --size=64k --allow_file_create=0 --create_serialize=0 --fsync_on_close=1
 	say "fsync_on_close=1 over 8 files closed one by one: 256 KiB written and verified per job"
 }
 
