@@ -92,7 +92,9 @@ COFFER_API int coffer_init(void);
  * EQs the program did not destroy are closed by the last call as coffer_eq_destroy() closes
  * one: threads sleeping in coffer_eq_poll() on them (any timeout, -1 included) wake and
  * return -ENOENT, launches on their events fail with -ENOENT, and every later call taking
- * their handles returns -EINVAL (not initialised). Their events stay initialised and must
+ * their handles returns -EINVAL (not initialised), or -ENOENT once a new coffer_init() has
+ * started another runtime (cookies are never reused, so no handle of the old runtime
+ * reaches an EQ of the new one). Their events stay initialised and must
  * still be finalised with coffer_event_fini(), which needs no runtime (coffer/event.h).
  * Nothing is refused while EQs or events remain: a shutdown under traffic ends every
  * thread's wait with an error instead of leaving one asleep (examples/ckpt.c does it with
