@@ -495,7 +495,7 @@ static void test_destroy_wakes_pollers(void **state)
 static void test_fini_wakes_sleeping_pollers(void **state)
 {
 	struct sleeper s[2];
-	struct coffer_event ev;
+	struct coffer_event ev, *got;
 	struct timespec until;
 	coffer_handle_t eqh;
 	int i;
@@ -519,6 +519,11 @@ static void test_fini_wakes_sleeping_pollers(void **state)
 		assert_true(s[i].rc == -ENOENT || s[i].rc == -EINVAL);
 	}
 	assert_int_equal(coffer__event_launch(&ev), -ENOENT);
+	/* the closed EQ's handle: no runtime, then another runtime that never knew it */
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, &got), -EINVAL);
+	assert_int_equal(coffer_init(), 0);
+	assert_int_equal(coffer_eq_poll(eqh, 0, 0, 1, &got), -ENOENT);
+	assert_int_equal(coffer_fini(), 0);
 	assert_int_equal(coffer_event_fini(&ev), 0);
 }
 
