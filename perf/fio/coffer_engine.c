@@ -1578,7 +1578,13 @@ static int cf_commit(struct thread_data *td)
 		cd->nr_queued = 0;
 	}
 	/* -EAGAIN: the ring is full; what did not fit goes out with the next poll */
-	return rc == -EAGAIN ? 0 : rc;
+	if (rc == -EAGAIN)
+		return 0;
+	/* fio 3.33 keeps a negative commit return as the job's error when getevents commits
+	 * (td_io_getevents()); set the positive errno first, the one fio keeps */
+	if (rc < 0)
+		td_verror(td, -rc, "coffer commit");
+	return rc;
 }
 
 static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int max,
@@ -1683,8 +1689,13 @@ static int cf_getevents(struct thread_data *td, unsigned int min, unsigned int m
 	 * now, not at the next commit */
 	cf_rel_flush(cd);
 	coffer_flush(cd->conn);
-	if (rc < 0 && !cd->nr_events)
+	if (rc < 0 && !cd->nr_events) {
+		/* fio 3.33 records a negative getevents return as the job's error unchanged
+		 * (td_io_getevents(): td_verror(td, r, ...)), which --output-format=json shows
+		 * as 4294967189 for -ENOTCONN; the first error set is kept, so set it right. */
+		td_verror(td, -rc, "coffer getevents");
 		return rc;
+	}
 	return (int)cd->nr_events;
 }
 

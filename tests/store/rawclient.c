@@ -716,6 +716,18 @@ int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned i
 	return 0;
 }
 
+int rc_chan_taken(struct rc_chan *ch, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+
+	while (__atomic_load_n(&ch->shm->req.cons, __ATOMIC_ACQUIRE) != ch->prod) {
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
 int rc_chan_wait(struct rc_chan *ch, struct coffer_rep *reps, unsigned int n, int timeout_ms)
 {
 	long deadline = now_ms() + timeout_ms;

@@ -139,6 +139,14 @@ void rc_chan_unmap(struct rc_chan *ch);
  * c->no_doorbell) and ring the store's eventfd if it sleeps. */
 int rc_chan_submit(struct rc_chan *ch, const struct coffer_req *reqs, unsigned int n);
 /**
+ * rc_chan_taken() - wait up to @timeout_ms until the store has taken every request submitted
+ * on @ch from its request ring (its consumer index reached ours), polling every millisecond:
+ * a submit that needs that room, or a check that the store holds a request, may follow
+ * without a guess at how long a store descheduled on a loaded machine takes.
+ * Return: 0, or -ETIMEDOUT.
+ */
+int rc_chan_taken(struct rc_chan *ch, int timeout_ms);
+/**
  * rc_chan_wait() - collect @n replies within @timeout_ms, sleeping on the reply doorbell
  * (consumer_sleeping handshake). Return: collected count (< n on timeout).
  */

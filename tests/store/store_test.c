@@ -1022,7 +1022,7 @@ static void test_channel_ring_path(void **state)
 	rc_req_init(&f->b, &r[0], COFFER_OP_GET, 3000);
 	r[0].timeout_us = -1;
 	assert_int_equal(rc_chan_submit(&ch2, r, 1), 0);
-	usleep(20000);
+	assert_int_equal(rc_chan_taken(&ch2, 10000), 0); /* waiting in the store */
 	assert_int_equal(rc_chan_close(&ch2), 0);
 	assert_int_equal(rc_put(&f->a, 3000, 64, 1), 0);
 	assert_int_equal(rc_chan_close(&ch), 0);
@@ -1050,7 +1050,9 @@ static void test_channel_backpressure(void **state)
 		r[i].timeout_us = -1;
 	}
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0);
-	usleep(20000);
+	/* taken, so the ring has room for 8 more (a 20 ms sleep was a guess a loaded machine
+	 * can beat: the next submit then failed -EAGAIN) */
+	assert_int_equal(rc_chan_taken(&ch, 10000), 0);
 	for (i = 0; i < 8; i++)
 		rc_req_init(&f->a, &r[i], COFFER_OP_CONTAINS, 4000 + (uint64_t)i);
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0);
