@@ -285,17 +285,18 @@ static void test_get_waits_without_blocking_store(void **state)
 	struct coffer_rep rep[2];
 	long t0;
 
-	/* A waits 300 ms for 7 (never created) and forever for 8. */
+	/* A waits 2 s for 7 (never created) and forever for 8. A store that sat out A's wait
+	 * would answer 7's timeout before 8's seal; one that serves B meanwhile answers 8's
+	 * get first, however slowly a loaded machine runs B's calls (within 2 s). */
 	rc_req_init(&f->a, &r[0], COFFER_OP_GET, 7);
-	r[0].timeout_us = 300000;
+	r[0].timeout_us = 2000000;
 	rc_req_init(&f->a, &r[1], COFFER_OP_GET, 8);
 	r[1].timeout_us = -1;
 	t0 = now_ms();
 	assert_int_equal(rc_batch(&f->a, r, 2, rep, 0, 0), 0);
-	/* Meanwhile B is served at once. */
+	/* Meanwhile B is served (a late 7 timeout would come first: checked below). */
 	assert_int_equal(rc_put(&f->b, 9, 64, 2), 0);
 	assert_int_equal(rc_contains(&f->b, 9), 1);
-	assert_true(now_ms() - t0 < 250);
 	/* B creates 8 and seals it: A's forever-get completes with it. */
 	assert_int_equal(rc_put(&f->b, 8, 640, 3), 0);
 	assert_int_equal(rc_recv_reps(&f->a, rep, 1, 5000), 1);
@@ -307,8 +308,7 @@ static void test_get_waits_without_blocking_store(void **state)
 	assert_int_equal(rc_recv_reps(&f->a, rep, 1, 5000), 1);
 	assert_int_equal(rep[0].tag, r[0].tag);
 	assert_int_equal(rep[0].status, -ENOENT);
-	assert_true(now_ms() - t0 >= 290);
-	assert_true(now_ms() - t0 < 3000);
+	assert_true(now_ms() - t0 >= 1990);
 	assert_int_equal(rc_release(&f->a, 8), 0);
 	assert_int_equal(rc_delete(&f->a, 8), 0);
 	assert_int_equal(rc_delete(&f->a, 9), 0);
