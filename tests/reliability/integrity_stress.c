@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <coffer/hash.h>
 #include <coffer/store.h>
 
 #include "tests/reliability/relcommon.h"
@@ -74,20 +75,11 @@ static struct coffer_oid oid_of(uint64_t n)
 	return o;
 }
 
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* Word j of version @ver of ID @n, @size bytes. */
 static inline uint64_t word(uint64_t n, uint64_t ver, uint64_t size, uint64_t j)
 {
-	return mix(n * 0x9e3779b97f4a7c15ull ^ ver ^ (size << 40) ^ (j * 0x100000001b3ull));
+	return coffer_hash_mix64(n * 0x9e3779b97f4a7c15ull ^ ver ^ (size << 40) ^
+				 (j * 0x100000001b3ull));
 }
 
 static void fill(void *p, uint64_t n, uint64_t ver, uint64_t size)

@@ -1637,6 +1637,34 @@ static int ready_or_exit(pid_t pid, const char *log, long ms, int *status)
 }
 
 /*
+ * Makes the directory @dir (a mkdtemp() template, rewritten) with a dead store's socket in it
+ * (bound, nobody listening) at @sock, names the logs @loga and @logb there, and starts
+ * coffer-store-stopunlink (@stopper) on it logging to @loga: it stops itself (SIGSTOP) just
+ * before it unlinks the stale socket, holding the directory's lock. Returns its pid, stopped.
+ */
+static pid_t stopped_beside_dead_socket(const char *stopper, char *dir, char sock[108],
+					char loga[160], char logb[160])
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, status;
+	pid_t a;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, 108, "%s/s.sock", dir);
+	snprintf(loga, 160, "%s/a.log", dir);
+	snprintf(logb, 160, "%s/b.log", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	a = spawn_store(stopper, sock, loga);
+	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
+	assert_true(WIFSTOPPED(status));
+	return a;
+}
+
+/*
  * Two stores starting at once on one path where a dead store left its socket: one serves
  * there, and no store runs that no client can reach. Both used to find the socket stale, and
  * the later one's unlink removed the socket the earlier one had just bound - it ran on,
@@ -1649,29 +1677,15 @@ static void test_concurrent_start_one_reachable(void **state)
 	const char *exe = getenv("COFFER_STORE_EXE");
 	const char *stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
 	char dir[] = "/tmp/coffer-start-XXXXXX", sock[108], loga[160], logb[160];
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, status, sa_state, sb_state, sb_status = 0;
+	int status, sa_state, sb_state, sb_status = 0;
 	bool serving;
 	pid_t a, b;
 
 	(void)state;
 	assert_non_null(exe);
 	assert_non_null(stopper);
-	assert_non_null(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	snprintf(loga, sizeof(loga), "%s/a.log", dir);
-	snprintf(logb, sizeof(logb), "%s/b.log", dir);
-	/* a dead store's socket: bound, nobody listening */
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	close(fd);
-
 	/* a stops just before it unlinks the stale socket; b starts meanwhile */
-	a = spawn_store(stopper, sock, loga);
-	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
-	assert_true(WIFSTOPPED(status));
+	a = stopped_beside_dead_socket(stopper, dir, sock, loga, logb);
 	b = spawn_store(exe, sock, logb);
 	sb_state = ready_or_exit(b, logb, 2000, &sb_status);
 	assert_int_equal(kill(a, SIGCONT), 0);
@@ -1850,27 +1864,14 @@ static void test_start_beside_store_stopped_in_start(void **state)
 	const char *exe = getenv("COFFER_STORE_EXE");
 	const char *stopper = getenv("COFFER_STORE_STOPUNLINK_EXE");
 	char dir[] = "/tmp/coffer-dirlock-XXXXXX", sock[108], loga[160], logb[160], want[64];
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, status, sb_state, sb_status = 0;
+	int status, sb_state, sb_status = 0;
 	bool named, stopped, refused;
 	pid_t a, b;
 
 	(void)state;
 	assert_non_null(exe);
 	assert_non_null(stopper);
-	assert_non_null(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	snprintf(loga, sizeof(loga), "%s/a.log", dir);
-	snprintf(logb, sizeof(logb), "%s/b.log", dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock); /* a dead store's socket */
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	close(fd);
-
-	a = spawn_store(stopper, sock, loga); /* stops holding the directory's lock */
-	assert_int_equal(waitpid(a, &status, WUNTRACED), a);
-	assert_true(WIFSTOPPED(status));
+	a = stopped_beside_dead_socket(stopper, dir, sock, loga, logb); /* holds the lock */
 	refused = !reachable(sock);
 	b = spawn_store(exe, sock, logb);
 	sb_state = ready_or_exit(b, logb, 20000, &sb_status);
