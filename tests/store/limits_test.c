@@ -237,7 +237,8 @@ static int hello_error(struct rc_conn *c)
 	return e.status;
 }
 
-static struct rc_store g_inflight_store;
+/* The store of a test that has a teardown (stop_g_store()): one that failed leaves it. */
+static struct rc_store g_store;
 
 /* Sends one byte with @n (<= 64) copies of @fds over @sock. Return: 0, or -errno. */
 static int send_fds(int sock, const int *fds, unsigned int n)
@@ -282,7 +283,7 @@ static void test_fds_in_flight(void **state)
 	struct coffer_store_info info;
 	struct rc_conn good, late;
 	struct rc_chan ch;
-	struct rc_store *st = &g_inflight_store; /* stopped by teardown_inflight() */
+	struct rc_store *st = &g_store; /* stopped by stop_g_store() */
 	int fds[PER_MSG], sp[2], rc, fds0, i;
 	char saved[512];
 
@@ -342,18 +343,19 @@ static void test_fds_in_flight(void **state)
 	assert_int_equal(rc, 0);
 }
 
-/* Stops test_fds_in_flight's store if the test failed: a store left running keeps the
+/* Stops a test's store (g_store) if the test failed: a store left running keeps the
  * test's stdout open, and meson waited for it until its timeout. */
-static int teardown_inflight(void **state)
+static int stop_g_store(void **state)
 {
 	(void)state;
-	if (g_inflight_store.pid > 0)
-		(void)rc_store_stop(&g_inflight_store);
-	g_inflight_store.pid = 0;
+	if (g_store.pid > 0)
+		(void)rc_store_stop(&g_store);
+	g_store.pid = 0;
 	return 0;
 }
 
-/* A 4 MiB store without hugepages, a raw client of it and a channel of @entries entries. */
+/* A 4 MiB store without hugepages (g_store: stop_g_store() stops it if the test fails), a
+ * raw client of it and a channel of @entries entries. */
 static void cpu_setup(struct rc_store *st, struct rc_conn *c, struct rc_chan *ch, uint32_t entries)
 {
 	static const char *const args[] = {"-m", "4M", "--hugepages=off", NULL};
@@ -388,12 +390,12 @@ static void test_idle_cpu(void **state)
 {
 	struct coffer_req r;
 	struct coffer_rep rep;
-	struct rc_store st;
+	struct rc_store *st = &g_store;
 	struct rc_conn c;
 	struct rc_chan ch;
 
 	(void)state;
-	cpu_setup(&st, &c, &ch, 64);
+	cpu_setup(st, &c, &ch, 64);
 	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
@@ -404,14 +406,14 @@ static void test_idle_cpu(void **state)
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
 	assert_int_equal(rep.status, 0);
-	assert_true(cpu_ticks_in_1s(&st, 100000, "idle store with an open channel") <= 3);
+	assert_true(cpu_ticks_in_1s(st, 100000, "idle store with an open channel") <= 3);
 	/* It still wakes for the ring (doorbell rung because the store sleeps). */
 	assert_int_equal(__atomic_load_n(&c.doorbell->store_sleeping, __ATOMIC_RELAXED), 1);
 	rc_req_init(&c, &r, COFFER_OP_CONTAINS, 1);
 	assert_int_equal(rc_chan_submit(&ch, &r, 1), 0);
 	assert_int_equal(rc_chan_wait(&ch, &rep, 1, 5000), 1);
 	assert_int_equal(rep.status, 0);
-	cpu_teardown(&st, &c, &ch);
+	cpu_teardown(st, &c, &ch);
 }
 
 /*
@@ -424,12 +426,12 @@ static void test_stalled_reply_ring_cpu(void **state)
 {
 	struct coffer_req r[8];
 	struct coffer_rep rep[8];
-	struct rc_store st;
+	struct rc_store *st = &g_store;
 	struct rc_conn c;
 	struct rc_chan ch;
 
 	(void)state;
-	cpu_setup(&st, &c, &ch, 8);
+	cpu_setup(st, &c, &ch, 8);
 	for (int i = 0; i < 8; i++)
 		rc_req_init(&c, &r[i], COFFER_OP_CONTAINS, (uint64_t)i + 1);
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* fills the reply ring */
@@ -437,13 +439,13 @@ static void test_stalled_reply_ring_cpu(void **state)
 	 * a fixed 20 ms sleep here failed 1 run in 100 with -EAGAIN beside 6 busy loops */
 	assert_int_equal(rc_chan_taken(&ch, 10000), 0);
 	assert_int_equal(rc_chan_submit(&ch, r, 8), 0); /* no reply room for these */
-	assert_true(cpu_ticks_in_1s(&st, 200000, "store beside a stalled reply ring") <= 5);
+	assert_true(cpu_ticks_in_1s(st, 200000, "store beside a stalled reply ring") <= 5);
 	/* read the first 8 replies: the other 8 follow without a doorbell */
 	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
 	assert_int_equal(rc_chan_wait(&ch, rep, 8, 5000), 8);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(rep[i].status, 0);
-	cpu_teardown(&st, &c, &ch);
+	cpu_teardown(st, &c, &ch);
 }
 
 int main(int argc, char **argv)
@@ -452,9 +454,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_connect_cycles),
 	    cmocka_unit_test(test_fd_exhaustion),
 	    cmocka_unit_test(test_max_files),
-	    cmocka_unit_test_teardown(test_fds_in_flight, teardown_inflight),
-	    cmocka_unit_test(test_idle_cpu),
-	    cmocka_unit_test(test_stalled_reply_ring_cpu),
+	    cmocka_unit_test_teardown(test_fds_in_flight, stop_g_store),
+	    cmocka_unit_test_teardown(test_idle_cpu, stop_g_store),
+	    cmocka_unit_test_teardown(test_stalled_reply_ring_cpu, stop_g_store),
 	};
 
 	if (argc > 1)
