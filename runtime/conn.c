@@ -591,6 +591,28 @@ static void conn_probe(struct coffer__conn *conn, uint64_t *last, bool *have_las
 	*have_last = waiting;
 }
 
+/*
+ * The connection failed (the store went silent past COFFER_STORE_TIMEOUT_MS, died, or broke
+ * the protocol): before its pending requests are failed, make sure the store, should it be
+ * alive after all (stopped, wedged), executes none of them once it runs again. Sets the
+ * doorbell page's client_gone (the store checks it before each request it executes and ends
+ * the session instead), and shuts the socket down, so that the store ends the session - aborts
+ * the connection's unsealed objects and drops its references - even with nothing in the
+ * rings. Without it, a seal that had answered -ETIMEDOUT sealed the object once the store
+ * was continued, and the session held its references until coffer_disconnect()
+ * (test_store_stopped_outcome). Source: NFS/DAOS give a timed-out request an unknown outcome;
+ * this narrows it to the requests the store had begun before it stopped.
+ * Context: the monitor thread, which coffer_disconnect() joins before it closes the socket and
+ * which no fork child has (so the socket number is still ours, and the parent's).
+ */
+static void conn_abandon(struct coffer__conn *conn)
+{
+	if (conn->doorbell)
+		__atomic_store_n(&conn->doorbell->client_gone, 1, __ATOMIC_SEQ_CST);
+	if (conn->sock >= 0)
+		(void)shutdown(conn->sock, SHUT_RDWR);
+}
+
 static void *conn_monitor(void *arg)
 {
 	struct coffer__conn *conn = arg;
@@ -625,6 +647,7 @@ static void *conn_monitor(void *arg)
 		dead = atomic_load_explicit(&conn->dead, memory_order_relaxed);
 		if (dead && !failed) {
 			failed = true;
+			conn_abandon(conn);
 			coffer__conn_fail_channels(conn, -ENOTCONN);
 		}
 	}

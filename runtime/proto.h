@@ -265,6 +265,12 @@ struct coffer_doorbell {
 	} word[COFFER_DOORBELL_WORDS];
 	alignas(64) uint32_t store_sleeping; /* v3: written by the store only */
 	uint32_t store_cpu;		     /* v3: written by the store only (a hint) */
+	/* Written by the client only, 0 -> 1 once: it gave the store up (a blocking call or
+	 * the liveness probe found it silent past COFFER_STORE_TIMEOUT_MS) and failed every
+	 * pending request. The store executes no request of the connection's rings once it
+	 * sees it set, and ends the session (docs/protocol.md, "Doorbell page"). A store that
+	 * predates it ignores it. */
+	alignas(64) uint32_t client_gone;
 };
 
 _Static_assert(sizeof(struct coffer_msg_hdr) == 16, "wire layout");
@@ -272,7 +278,7 @@ _Static_assert(sizeof(struct coffer_req) == 64, "wire layout");
 _Static_assert(sizeof(struct coffer_rep) == 32, "wire layout");
 _Static_assert(sizeof(struct coffer_index_slot) == 64, "one cache line per slot");
 _Static_assert(sizeof(struct coffer_chan_shm) == 384, "wire layout");
-_Static_assert(sizeof(struct coffer_doorbell) == 576, "wire layout");
+_Static_assert(sizeof(struct coffer_doorbell) == 640, "wire layout");
 _Static_assert(sizeof(struct coffer_doorbell) <= COFFER_DOORBELL_BYTES, "fits its page");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
 

@@ -756,6 +756,18 @@ static unsigned int chan_drain(struct store *st, struct chan *c, unsigned int bu
 			struct coffer_rep rep;
 			int rc = coffer__req_check(&reqs[j]), imm = 1;
 
+			/* The client gave us up (we were stopped or wedged past its store
+			 * timeout) and told its callers the requests failed: executing one
+			 * now would do what it reported undone - seal an object its creator
+			 * was told is unsealed. End the session instead (its unsealed objects
+			 * are aborted, its references dropped). Acquire: pairs with the
+			 * client's release store. */
+			if (s->db != NULL &&
+			    __atomic_load_n(&s->db->client_gone, __ATOMIC_ACQUIRE) != 0) {
+				doom(s, "it gave the store up (timed out)");
+				break;
+			}
+
 			c->req_cons++;
 			n++;
 			if (rc != 0) {

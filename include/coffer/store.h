@@ -30,6 +30,24 @@
  * silent; -ENOTCONN says it is gone), however long its own timeout; a get waiting for a seal
  * on a live store is not disturbed. Source: DAOS
  * (CaRT) RPC timeouts.
+ *
+ * Outcome of a request on a connection given up on: when the connection fails, the client
+ * marks it gone on its doorbell page and shuts its socket down before it completes a single
+ * pending request (-ETIMEDOUT for the blocking call, -ENOTCONN for events). A store that was
+ * only stopped or wedged, once it runs again, executes no further request of that connection
+ * and ends its session at once (as a coffer_disconnect() does): its unsealed objects are
+ * aborted, its reserved blocks freed, its references dropped. So a request reported
+ * -ETIMEDOUT or -ENOTCONN was not executed - except one the store had already begun when it
+ * stopped (a stop in the middle of executing it), or, from a store slow rather than
+ * stopped, one it reached before it saw the mark: that one may have taken effect, once, and
+ * its answer is lost. Its outcome is unknown, as with an NFS or DAOS timeout: a
+ * seal may have sealed the object (then it is sealed and visible, and no longer this
+ * connection's), a create may have created it (then the session's end aborted it again), a
+ * delete may have deleted it. Look with coffer_obj_contains() from another connection. Every
+ * pointer from create or reserve on that connection is void from the moment a call on it
+ * failed so, whatever the outcome: its block was aborted (and may hold another object by
+ * now) or sealed (immutable): never write through it again. Readers' pointers from get stay
+ * mapped, but their references are dropped: the object may be evicted under them.
  */
 #ifndef COFFER_STORE_H
 #define COFFER_STORE_H
@@ -348,7 +366,9 @@ COFFER_API int coffer_obj_close(coffer_handle_t oh);
  * -EEXIST (the ID exists in any state, or a replacement is already pending); -E2BIG (larger
  * than the store); -ENOMEM (nothing evictable frees enough); -ENOTCONN; -EAGAIN (channel
  * full, @ev only); -EPROTO (the store answered with an offset outside the arena).
- * Lifetime: *@data is valid until the object is sealed and released, or aborted.
+ * Lifetime: *@data is valid until the object is sealed and released, or aborted, or until a
+ * call on the connection fails with -ETIMEDOUT or -ENOTCONN (the store ends the session and
+ * aborts the object, see "Liveness" above).
  * Source: Plasma's PlasmaClient::Create.
  */
 COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int flags, void **data,
@@ -361,7 +381,10 @@ COFFER_API int coffer_obj_create(coffer_handle_t oh, uint64_t size, unsigned int
  * @ev: NULL (blocking) or an event.
  *
  * Return (or ev_error): 0; -EINVAL; -ENOENT (no such unsealed object); -EPERM (not the
- * creator); -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only).
+ * creator); -EALREADY (already sealed); -ENOTCONN; -EAGAIN (@ev only); -ETIMEDOUT (@ev
+ * NULL: the store went silent, "Liveness" above: the object was aborted when the store
+ * ran again, unless the store had begun this seal before it stopped - then it is sealed;
+ * either way the pointer from create is void: never write through it again).
  * Source: Plasma's PlasmaClient::Seal.
  */
 COFFER_API int coffer_obj_seal(coffer_handle_t oh, unsigned int flags, struct coffer_event *ev);

@@ -3163,6 +3163,102 @@ static void test_store_stopped_async(void **state)
 	expect_handles_closed(t);
 }
 
+/* Waits (at most 5 s) until the store serves no session but @c2's and holds no unsealed
+ * object: the given-up connection's session has ended. */
+static void expect_session_ended(coffer_handle_t c2)
+{
+	struct coffer_store_info info = {0};
+
+	for (int i = 0; i < 500; i++) {
+		assert_int_equal(coffer_store_query(c2, &info), 0);
+		if (info.clients == 1 && info.objects_created == 0)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(info.clients, 1);
+	assert_int_equal(info.objects_created, 0);
+}
+
+/*
+ * store.h "Liveness": a request whose caller was told it failed because the store went silent
+ * (-ETIMEDOUT for a blocking call, -ENOTCONN for a pending event) is not executed by the
+ * store once it runs again, and the store ends the given-up connection's session at once
+ * (aborting its unsealed objects, dropping its references), not at coffer_disconnect(). The
+ * store is stopped (SIGSTOP) before the requests go out, so it cannot have begun them.
+ * Found so: a seal that answered -ETIMEDOUT sealed the object once the store was continued
+ * (a second client got it), the dead connection's session lived on with its reference, and
+ * the creator, told its object was still unsealed, rewrote the sealed object through its
+ * create pointer (the second client read the new bytes); an asynchronous delete completed
+ * with -ENOTCONN and deleted the object later, a create with -ENOTCONN created one.
+ */
+static void test_store_stopped_outcome(void **state)
+{
+	struct tctx *t = *state;
+	struct coffer_oid oid, keep, late;
+	struct coffer_event ev[2], *done;
+	coffer_handle_t c, c2, oh, eq;
+	const void *rd = NULL;
+	void *wr, *wr2 = NULL;
+	bool present = true;
+	uint64_t got = 0;
+
+	make_oid(&oid, 9, 5);
+	make_oid(&keep, 9, 6);
+	make_oid(&late, 9, 7);
+	assert_int_equal(coffer_connect(t->store.sock, &c2), 0);
+
+	/* a blocking seal */
+	assert_int_equal(setenv("COFFER_STORE_TIMEOUT_MS", "200", 1), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(coffer_obj_open(c, &oid, 0, &oh), 0);
+	assert_int_equal(coffer_obj_create(oh, 4096, 0, &wr, NULL), 0);
+	memset(wr, 'A', 4096);
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0); /* c2's channel */
+	assert_false(present);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	assert_int_equal(coffer_obj_seal(oh, 0, NULL), -ETIMEDOUT);
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	expect_session_ended(c2);
+	assert_int_equal(coffer_obj_contains(c2, &oid, &present, NULL), 0);
+	assert_false(present);
+	assert_int_equal(coffer_obj_get_oid(c2, &oid, 0, &rd, &got, NULL), -ENOENT);
+	assert_int_equal(coffer_obj_close(oh), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+
+	/* asynchronous requests: a delete of a sealed object and a create */
+	assert_int_equal(coffer_obj_create_oid(c2, &keep, 64, 0, &wr2, NULL), 0);
+	assert_int_equal(coffer_obj_seal_oid(c2, &keep, COFFER_SEAL_RELEASE, NULL), 0);
+	assert_int_equal(coffer_connect(t->store.sock, &c), 0);
+	assert_int_equal(unsetenv("COFFER_STORE_TIMEOUT_MS"), 0);
+	assert_int_equal(coffer_eq_create(&eq), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_event_init(&ev[i], eq, NULL), 0);
+	assert_int_equal(coffer_obj_contains(c, &keep, &present, &ev[0]), 0); /* EQ's channel */
+	assert_int_equal(coffer_eq_poll(eq, 1, -1, 1, &done), 1);
+	assert_true(present);
+	assert_int_equal(kill(t->store.pid, SIGSTOP), 0);
+	assert_int_equal(coffer_obj_delete(c, &keep, &ev[0]), 0);
+	assert_int_equal(coffer_obj_create_oid(c, &late, 64, 0, &wr2, &ev[1]), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coffer_eq_poll(eq, 1, -1, 1, &done), 1);
+		assert_int_equal(done->ev_error, -ENOTCONN);
+	}
+	assert_int_equal(kill(t->store.pid, SIGCONT), 0);
+	expect_session_ended(c2);
+	assert_int_equal(coffer_obj_contains(c2, &keep, &present, NULL), 0);
+	assert_true(present);
+	assert_int_equal(coffer_obj_contains(c2, &late, &present, NULL), 0);
+	assert_false(present);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coffer_event_fini(&ev[i]), 0);
+	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
+	assert_int_equal(coffer_disconnect(c), 0);
+	assert_int_equal(coffer_obj_delete(c2, &keep, NULL), 0);
+	assert_int_equal(coffer_disconnect(c2), 0);
+	expect_used(t, 0);
+	expect_handles_closed(t);
+}
+
 /*
  * store.h: a blocking call (@ev NULL) on a store that is alive but silent (SIGSTOP) fails
  * with -ETIMEDOUT, and only later calls on the connection with -ENOTCONN - also when the
@@ -4298,6 +4394,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_store_stopped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_stopped_long_get, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_stopped_outcome, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disconnect_ends_channel_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_two_stores, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_thread_across_restarts, setup, teardown),

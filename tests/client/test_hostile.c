@@ -107,7 +107,9 @@ struct fake {
 	atomic_int wake_blocking; /* clear O_NONBLOCK on the EQ eventfd CHANNEL_OPEN passes */
 	atomic_int dribble;	  /* > 0: a QUERY is answered after DRIBBLE_MSGS unsolicited
 				   * messages, one every this many ms */
-	atomic_int dribbled;	  /* the fake sent the QUERY_REPLY after its dribble */
+	atomic_int dribbled;	  /* the fake sent the QUERY_REPLY after its dribble, or found
+				   * the client gone */
+	atomic_int hung_up;	  /* a dribble's send found the client gone (it gave up) */
 };
 
 #define DRIBBLE_MSGS 15 /* the client skips up to 16 unsolicited messages per exchange */
@@ -259,18 +261,26 @@ static void fake_serve_ring(struct fake *f, int sock, struct coffer_chan_shm *sh
 				struct coffer_store_info info = {.capacity_bytes = FAKE_ARENA};
 				int qfd = atomic_load(&f->query_fd), gap = atomic_load(&f->dribble);
 
-				for (int k = 0; gap > 0 && k < DRIBBLE_MSGS; k++) {
+				bool gone = false;
+
+				/* a client that gave up on the dribble hangs up (conn.c,
+				 * conn_abandon()): the sends after that fail, as they should */
+				for (int k = 0; gap > 0 && k < DRIBBLE_MSGS && !gone; k++) {
 					poll(NULL, 0,
 					     gap); /* a message the client did not ask for */
-					if (fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL, 0,
-						      NULL, 0) < 0)
+					gone = fake_send(sock, COFFER_MSG_CHANNEL_CLOSE_REPLY, NULL,
+							 0, NULL, 0) < 0;
+				}
+				if (gap > 0 && !gone)
+					poll(NULL, 0, gap);
+				if (!gone && fake_send(sock, COFFER_MSG_QUERY_REPLY, &info,
+						       sizeof(info), &qfd, qfd > 0 ? 1 : 0) < 0) {
+					if (gap > 0)
+						gone = true;
+					else
 						f->errors++;
 				}
-				if (gap > 0)
-					poll(NULL, 0, gap);
-				if (fake_send(sock, COFFER_MSG_QUERY_REPLY, &info, sizeof(info),
-					      &qfd, qfd > 0 ? 1 : 0) < 0)
-					f->errors++;
+				atomic_store(&f->hung_up, gone);
 				atomic_store(&f->dribbled, gap > 0);
 			} else if (coffer__msg_check(m, (size_t)n, &h) < 0 ||
 				   h.type != COFFER_MSG_CHANNEL_CLOSE || nfds != 0 ||
@@ -1378,10 +1388,12 @@ static void test_ctl_unsolicited_one_deadline(void **state)
 	assert_int_equal(get_greeting(c, eq, &data), 0); /* the fake serves QUERY from here */
 	assert_int_equal(coffer_store_query(c, &info), -ETIMEDOUT);
 	assert_int_equal(coffer_store_query(c, &info), -ENOTCONN); /* given up on */
-	/* let the fake end its dribble before we hang up (its sends must not fail) */
+	/* giving the store up hung up the socket (conn_abandon()): the fake's dribble ends
+	 * on a failed send, not after its 15 messages (2.4 s) */
 	for (int i = 0; i < 1000 && !atomic_load(&f->dribbled); i++)
 		usleep(10 * 1000);
 	assert_true(atomic_load(&f->dribbled));
+	assert_true(atomic_load(&f->hung_up));
 	assert_int_equal(coffer_eq_destroy(eq, 0), 0);
 	assert_int_equal(coffer_disconnect(c), 0);
 	fake_join(f);
